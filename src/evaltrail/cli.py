@@ -1,0 +1,62 @@
+"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import load_params, model_config, scenario_config
+from .errors import EvaltrailError
+
+
+def _trace(args) -> int:
+    from .provenance.trace import trace
+
+    run = load_params()
+    scenario_config(run, args.scenario)
+    model_config(run, args.model)
+    result = trace(run, args.scenario, args.model, args.metric)
+    print("\n".join(result.lines))
+    if result.problems:
+        print(f"error: trace failed: {result.problems[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _validate(args) -> int:
+    from .adapters import get_adapter
+    from .metrics import get_metric
+    from .scenarios import get_scenario
+
+    run = load_params(args.params)
+    for name, cfg in run.scenario.items():
+        get_scenario(name).check(cfg)
+        get_scenario(name).sources(cfg)
+        get_adapter(cfg.method, f"{args.params}: scenario.{name}.method")
+        for m in cfg.metrics:
+            get_metric(m)
+    print(f"{args.params}: ok ({len(run.scenario)} scenarios x {len(run.model)} models)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("trace", help="trace one leaderboard number back to pinned inputs")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--metric", required=True)
+    p.set_defaults(fn=_trace)
+    v = sub.add_parser("validate", help="check params.yaml: scenarios, methods, metrics, keys")
+    v.add_argument("--params", default="params.yaml")
+    v.set_defaults(fn=_validate)
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except EvaltrailError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

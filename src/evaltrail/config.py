@@ -1,0 +1,126 @@
+"""Typed views of params.yaml. Unknown or missing keys fail with the key's full path."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import EvaltrailError
+
+PARAMS_FILE = "params.yaml"
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    name: str
+    """snake_case name: conf file, registry key, stage suffix and results path."""
+    method: str
+    """Adapter: multiple_choice_joint | multiple_choice_separate | ..."""
+    eval_split: str
+    """Split whose instances are evaluated."""
+    metrics: list[str]
+    """Per-instance metrics to score."""
+    main_metric: str
+    """The leaderboard's number for this scenario."""
+    sources: list[dict]
+    """Pinned source files (see evaltrail.sources)."""
+    num_shots: int = 0
+    """In-context examples per prompt."""
+    train_split: str | None = None
+    """Split the in-context examples are drawn from."""
+    sample_group: str | None = None
+    """Metadata key: max_eval_instances then applies per group (e.g. per MMLU subject)."""
+    max_eval_instances: int | None = None
+    """Overrides the run-level max_eval_instances for this scenario."""
+    instructions: str | None = None
+    """Prompt header; {field} placeholders are filled from instance metadata."""
+    max_tokens: int | None = None
+    """Generation length limit."""
+    stop: list[str] = field(default_factory=list)
+    """Generation stop sequences."""
+    options: dict = field(default_factory=dict)
+    """Loader-specific keys (e.g. mmlu's subjects), checked by the scenario's loader."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    """snake_case name: conf file, stage suffix and results file name."""
+    backend: str
+    """llama_cpp (embedded GGUF)."""
+    weights: dict
+    """sha256 of the whole file, license, and the parts it is assembled from."""
+    n_ctx: int
+    """Context window in tokens."""
+    n_batch: int
+    """Prompt tokens per decode call."""
+    n_threads: int | None = None
+    """CPU threads; None means all cores."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int
+    max_eval_instances: int
+    bootstrap_samples: int
+    scenarios: list[str]
+    models: list[str]
+    scenario: dict[str, ScenarioConfig]
+    model: dict[str, ModelConfig]
+    mlflow: dict
+
+
+def _build(cls, data: Any, where: str, **fixed):
+    """Construct dataclass `cls` from a mapping, naming `where` on any bad key."""
+    if not isinstance(data, dict):
+        raise EvaltrailError(f"{where}: expected a mapping, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    extra = {}
+    if "options" in names:  # scenario: unknown keys go to the loader, which validates them
+        extra = {k: v for k, v in data.items() if k not in names}
+        data = {k: v for k, v in data.items() if k in names}
+        data["options"] = extra
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise EvaltrailError(f"{where}.{unknown[0]}: unknown key; valid keys: {', '.join(n for n in names if n not in fixed)}")
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in data and n not in fixed]
+    if missing:
+        raise EvaltrailError(f"{where}.{missing[0]}: missing required key (see conf/)")
+    return cls(**fixed, **data)
+
+
+def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
+    raw = dict(raw)
+    scen = {n: _build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
+            for n, c in (raw.pop("scenario", None) or {}).items()}
+    mods = {n: _build(ModelConfig, c, f"{source}: model.{n}", name=n)
+            for n, c in (raw.pop("model", None) or {}).items()}
+    return _build(RunConfig, {**raw, "scenario": scen, "model": mods}, source)
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
+    path = Path(path)
+    if not path.exists():
+        raise EvaltrailError(f"{path}: not found; compose it with `dvc exp run` (or run from the repo root)")
+    with open(path, encoding="utf-8") as f:
+        return parse_params(yaml.safe_load(f) or {}, str(path))
+
+
+def scenario_config(run: RunConfig, name: str) -> ScenarioConfig:
+    if name not in run.scenario:
+        raise EvaltrailError(
+            f"unknown scenario {name!r} in params.yaml; valid: {', '.join(sorted(run.scenario)) or '(none)'}")
+    return run.scenario[name]
+
+
+def model_config(run: RunConfig, name: str) -> ModelConfig:
+    if name not in run.model:
+        raise EvaltrailError(
+            f"unknown model {name!r} in params.yaml; valid: {', '.join(sorted(run.model)) or '(none)'}")
+    return run.model[name]

@@ -1,0 +1,52 @@
+"""Run a scenario's requests through a model, serving finished ones from the request cache."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from ..schema import COMPLETIONS_SCHEMA
+from .cache import RequestCache, cache_key
+
+_CONTENT = ["method", "prompt", "continuation", "max_tokens", "stop"]
+
+
+def _content(row) -> dict:
+    return {"method": row.method, "prompt": row.prompt, "continuation": row.continuation,
+            "max_tokens": None if pd.isna(row.max_tokens) else int(row.max_tokens),
+            "stop": list(row.stop)}
+
+
+def _call(backend, c: dict) -> dict:
+    if c["method"] == "generate":
+        return backend.generate(c["prompt"], c["max_tokens"], c["stop"])
+    if c["method"] == "loglikelihood":
+        return backend.loglikelihood(c["prompt"], c["continuation"])
+    raise NotImplementedError(f"method {c['method']} is not supported by this backend yet")
+
+
+def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
+                 load: Callable[[], object], desc: str = "infer") -> pa.Table:
+    """Completions in the prompts' row order. The model is loaded only if something is missing;
+    missing requests run sorted by prompt so consecutive ones share KV-cache prefixes."""
+    contents = [_content(r) for r in prompts[_CONTENT].itertuples(index=False)]
+    keys = [cache_key(identity, c) for c in contents]
+    done = cache.get_many(sorted(set(keys)))
+    todo = sorted({k: c for k, c in zip(keys, contents) if k not in done}.items(),
+                  key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]))
+    fresh: set[str] = set()
+    if todo:
+        backend = load()
+        for key, content in tqdm(todo, desc=desc, unit="req", mininterval=1.0):
+            done[key] = _call(backend, content)
+            cache.put(key, done[key])
+            fresh.add(key)
+    rows = []
+    for rid, key in zip(prompts["request_id"], keys):
+        c = done[key]
+        rows.append({"request_id": rid, **{k: c[k] for k in COMPLETIONS_SCHEMA.names if k in c},
+                     "cached": key not in fresh, "model_sha256": identity["sha256"]})
+    return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA)

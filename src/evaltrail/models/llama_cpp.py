@@ -1,0 +1,111 @@
+"""Embedded llama.cpp backend: greedy generation and continuation loglikelihoods from one KV cache.
+
+Consecutive requests reuse the longest common token prefix already in the KV cache (requests are
+sorted by prompt, so few-shot headers and shared contexts are evaluated once).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..config import ModelConfig
+
+
+def _log_softmax_at(rows: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Logprob of tokens[i] under rows[i], and whether it is the argmax."""
+    rows = rows.astype(np.float64)
+    peak = rows.max(axis=1)
+    lse = peak + np.log(np.exp(rows - peak[:, None]).sum(axis=1))
+    picked = rows[np.arange(len(tokens)), tokens]
+    return picked - lse, picked >= peak
+
+
+def identity(cfg: ModelConfig, sha256: str) -> dict:
+    """What determines this backend's outputs (the model half of the cache key); no model load."""
+    from llama_cpp import __version__
+
+    return {"backend": "llama_cpp", "sha256": sha256, "llama_cpp": __version__,
+            "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
+
+
+class LlamaCppBackend:
+    def __init__(self, cfg: ModelConfig, weights: Path, sha256: str):
+        import llama_cpp
+
+        self.cfg, self.sha256 = cfg, sha256
+        threads = cfg.n_threads or os.cpu_count() or 1
+        self.llm = llama_cpp.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
+                                   n_threads=threads, n_threads_batch=threads, logits_all=True,
+                                   seed=0, verbose=False)
+        self.eos = self.llm.token_eos()
+
+    def _tokens(self, text: str, bos: bool = True) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+
+    def _eval(self, tokens: list[int]) -> int:
+        """Make the KV cache hold exactly `tokens` (logits for every position); return tokens evaluated."""
+        llm = self.llm
+        limit = min(llm.n_tokens, len(tokens))
+        differ = np.nonzero(llm.input_ids[:limit] != np.asarray(tokens[:limit]))[0]
+        n = int(differ[0]) if differ.size else limit
+        llm.n_tokens = n  # eval() drops the KV entries past n before decoding the rest
+        if n < len(tokens):
+            llm.eval(tokens[n:])
+        return len(tokens) - n
+
+    def _fit(self, tokens: list[int], room: int) -> list[int]:
+        """Left-truncate so `room` more tokens fit in the context window."""
+        keep = self.cfg.n_ctx - room
+        return tokens[-keep:] if len(tokens) > keep else tokens
+
+    def loglikelihood(self, prompt: str, continuation: str) -> dict:
+        t0 = time.perf_counter()
+        # A context's trailing spaces belong to the continuation, as lm-evaluation-harness does.
+        stripped = prompt.rstrip(" ")
+        continuation = prompt[len(stripped):] + continuation
+        ctx = self._tokens(stripped)
+        whole = self._tokens(stripped + continuation)
+        if whole[: len(ctx)] != ctx:  # tokenizer merged across the boundary: score separately
+            whole = ctx + self._tokens(continuation, bos=False)
+        n_cont = len(whole) - len(ctx)
+        whole = self._fit(whole, 0)
+        evaluated = self._eval(whole)
+        start = len(whole) - n_cont
+        rows = self.llm.scores[start - 1: len(whole) - 1]
+        lps, greedy = _log_softmax_at(rows, np.asarray(whole[start:]))
+        return {"text": None, "logprob": float(lps.sum()), "is_greedy": bool(greedy.all()),
+                "token_logprobs": [float(x) for x in lps], "num_prompt_tokens": start,
+                "num_output_tokens": n_cont, "num_evaluated_tokens": evaluated,
+                "runtime_s": time.perf_counter() - t0}
+
+    def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
+        t0 = time.perf_counter()
+        tokens = self._fit(self._tokens(prompt), max_tokens)
+        n_prompt = len(tokens)
+        evaluated = self._eval(tokens)
+        out: list[int] = []
+        lps: list[float] = []
+        text = ""
+        for _ in range(max_tokens):
+            row = self.llm.scores[len(tokens) - 1][None, :]
+            tok = int(np.argmax(row[0]))
+            lp, _ = _log_softmax_at(row, np.asarray([tok]))
+            if tok == self.eos:
+                break
+            out.append(tok)
+            lps.append(float(lp[0]))
+            text = self.llm.detokenize(out).decode("utf-8", errors="replace")
+            hit = min((text.index(s) for s in stop if s and s in text), default=None)
+            if hit is not None:
+                text = text[:hit]
+                break
+            if len(out) < max_tokens:
+                tokens = tokens + [tok]
+                evaluated += self._eval(tokens)
+        return {"text": text, "logprob": float(sum(lps)), "is_greedy": True, "token_logprobs": lps,
+                "num_prompt_tokens": n_prompt, "num_output_tokens": len(out),
+                "num_evaluated_tokens": evaluated, "runtime_s": time.perf_counter() - t0}

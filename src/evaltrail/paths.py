@@ -1,0 +1,54 @@
+"""Where every artifact lives. dvc.yaml declares the same paths; nothing else reads or writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "EVALTRAIL_CACHE"
+
+
+def raw_dir(scenario: str) -> Path:
+    return Path("data/raw") / scenario
+
+
+def sources_json(scenario: str) -> Path:
+    return raw_dir(scenario) / "SOURCES.json"
+
+
+def prompts_path(scenario: str) -> Path:
+    return Path("data/prompts") / f"{scenario}.parquet"
+
+
+def model_path(model: str) -> Path:
+    return Path("models") / f"{model}.gguf"
+
+
+def model_info_path(model: str) -> Path:
+    return Path("models") / f"{model}.json"
+
+
+def completions_path(scenario: str, model: str) -> Path:
+    return Path("results/completions") / scenario / f"{model}.parquet"
+
+
+def scores_path(scenario: str, model: str) -> Path:
+    return Path("results/scores") / scenario / f"{model}.parquet"
+
+
+def summary_path(scenario: str, model: str) -> Path:
+    return Path("results/scores") / scenario / f"{model}.json"
+
+
+RESULTS = Path("results")
+LEADERBOARD_CSV = RESULTS / "leaderboard.csv"
+LEADERBOARD_MD = RESULTS / "leaderboard.md"
+LEADERBOARD_JSON = RESULTS / "leaderboard.json"
+METRICS_JSON = RESULTS / "metrics.json"
+MLFLOW_RUNS_JSON = RESULTS / "mlflow_runs.json"
+
+
+def cache_dir() -> Path:
+    """Downloaded wheels and the request cache. Never part of a result: every entry is keyed by
+    content hashes, so a cold cache recomputes the same numbers. Override with EVALTRAIL_CACHE."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "evaltrail")

@@ -1,0 +1,58 @@
+"""Read dvc.lock and recompute DVC's md5 of files and directories to check them against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from ..hashing import md5_file
+
+LOCK_FILE = Path("dvc.lock")
+
+
+def load_lock(path: Path = LOCK_FILE) -> dict:
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return (yaml.safe_load(f) or {}).get("stages", {})
+
+
+def recorded_md5(lock: dict, stage: str, path: str | Path, section: str = "outs") -> str | None:
+    """The md5 dvc.lock holds for `path` among a stage's deps or outs."""
+    for entry in lock.get(stage, {}).get(section, []) or []:
+        if Path(entry["path"]) == Path(path):
+            return entry.get("md5")
+    return None
+
+
+def dvc_md5(path: str | Path) -> str:
+    """DVC 3's md5 of a file (of its bytes) or a directory (of its sorted listing, + '.dir')."""
+    path = Path(path)
+    if path.is_file():
+        return md5_file(path)
+    entries = sorted(
+        ({"md5": md5_file(p), "relpath": p.relative_to(path).as_posix()}
+         for p in path.rglob("*") if p.is_file()),
+        key=lambda e: e["relpath"])
+    listing = json.dumps(entries, sort_keys=True).encode("utf-8")
+    return hashlib.md5(listing).hexdigest() + ".dir"
+
+
+def lock_deps(lock: dict, stage: str) -> dict[str, str]:
+    """{path: md5} of a stage's deps as dvc.lock recorded them."""
+    return {e["path"]: e.get("md5", "") for e in lock.get(stage, {}).get("deps", []) or []}
+
+
+def git_commit() -> str:
+    """HEAD's commit, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")

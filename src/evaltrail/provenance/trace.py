@@ -1,0 +1,125 @@
+"""`evaltrail trace`: walk one leaderboard number back to the bytes it came from.
+
+leaderboard -> score summary -> per-instance scores -> completions -> prompts -> raw data ->
+sources (URL / wheel) and model weights. Every file is hashed on disk and compared with the pin in
+params.yaml and the md5 in dvc.lock; any difference is a failure naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import RunConfig
+from ..errors import EvaltrailError
+from ..hashing import sha256_file
+from ..io import read_json
+from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, model_info_path,
+                     model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
+from ..sources import describe
+from .lock import dvc_md5, git_commit, load_lock, recorded_md5
+
+
+@dataclass
+class Trace:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def ok(self, text: str) -> None:
+        self.lines.append(f"  ok  {text}")
+
+    def bad(self, text: str) -> None:
+        self.lines.append(f"  !!  {text}")
+        self.problems.append(text)
+
+    def check(self, cond: bool, good: str, fail: str) -> None:
+        self.ok(good) if cond else self.bad(fail)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
+def _artifact(t: Trace, lock: dict, stage: str, path: Path, label: str) -> None:
+    """Hash one artifact and compare it with the md5 dvc.lock recorded for `stage`."""
+    if not path.exists():
+        t.bad(f"{label}: {path} is missing")
+        return
+    md5, want = dvc_md5(path), recorded_md5(lock, stage, path)
+    desc = f"sha256={sha256_file(path)}" if path.is_file() else "directory"
+    t.check(md5 == want, f"{label}: {path} {desc} md5={md5} (= dvc.lock {stage})",
+            f"{label}: {path} md5={md5} but dvc.lock {stage} recorded {want}")
+
+
+def _leaderboard_value(scenario: str, model: str, metric: str) -> float:
+    if not LEADERBOARD_CSV.is_file():
+        raise EvaltrailError(f"{LEADERBOARD_CSV}: missing; run `dvc repro`")
+    board = pd.read_csv(LEADERBOARD_CSV)
+    hit = board[(board["scenario"] == scenario) & (board["model"] == model) & (board["metric"] == metric)]
+    if hit.empty:
+        cells = sorted(set(zip(board["scenario"], board["model"], board["metric"])))
+        raise EvaltrailError(f"{LEADERBOARD_CSV}: no row for {scenario}/{model}/{metric}; rows: "
+                             + ", ".join("/".join(c) for c in cells))
+    return float(hit["mean"].iloc[0])
+
+
+def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
+    t, lock = Trace(), load_lock()
+    value = _leaderboard_value(scenario, model, metric)
+    t.lines.append(f"{scenario} / {model} / {metric} = {value:.6f}")
+    t.ok(f"leaderboard: {LEADERBOARD_CSV}")
+
+    summary = read_json(summary_path(scenario, model))
+    st = summary["metrics"][metric]
+    t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} "
+            f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}] n={st['n']}",
+            f"summary: {summary_path(scenario, model)} mean={st['mean']} differs from the leaderboard's {value}")
+
+    score_stage = f"score@{scenario}-{model}"
+    _artifact(t, lock, score_stage, scores_path(scenario, model), "scores")
+    if scores_path(scenario, model).is_file():
+        sc = pd.read_parquet(scores_path(scenario, model))
+        recomputed = float(sc[sc["metric"] == metric].groupby("instance_id")["value"].mean().mean())
+        t.check(_close(recomputed, st["mean"]), f"scores: recomputed mean {recomputed:.6f} matches",
+                f"scores: {scores_path(scenario, model)} gives mean {recomputed}, summary says {st['mean']}")
+
+    _artifact(t, lock, f"infer@{scenario}-{model}", completions_path(scenario, model), "completions")
+    _artifact(t, lock, f"prepare@{scenario}", prompts_path(scenario), "prompts")
+    _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
+    _raw_files(t, run, scenario)
+
+    info_path = model_info_path(model)
+    _artifact(t, lock, f"fetch_model@{model}", model_path(model), "model weights")
+    if info_path.is_file() and model_path(model).is_file():
+        info, pin = read_json(info_path), run.model[model].weights["sha256"]
+        t.check(info["sha256"] == pin == summary.get("model_sha256"),
+                f"model weights: sha256 {pin} pinned in params.yaml model.{model}.weights; from "
+                + ", ".join(describe(p) for p in info["parts"]),
+                f"model weights: {info_path} sha256 {info['sha256']}, params.yaml pins {pin}, "
+                f"completions were made by {summary.get('model_sha256')}")
+
+    t.lines.append(f"code: git commit {git_commit()}")
+    runs = read_json(MLFLOW_RUNS_JSON) if MLFLOW_RUNS_JSON.is_file() else {"runs": {}}
+    run_id = runs["runs"].get(f"{scenario}/{model}")
+    t.check(run_id is not None, f"mlflow: run {run_id} in experiment {runs.get('experiment')} at {runs.get('tracking_uri')}",
+            f"mlflow: {MLFLOW_RUNS_JSON} has no run for {scenario}/{model}")
+    return t
+
+
+def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
+    """Each raw file against SOURCES.json, and SOURCES.json against the pins in params.yaml."""
+    listing = sources_json(scenario)
+    if not listing.is_file():
+        t.bad(f"raw data: {listing} is missing")
+        return
+    pins = {s["file"]: s["sha256"] for s in run.scenario[scenario].sources}
+    for rec in read_json(listing):
+        path = raw_dir(scenario) / rec["file"]
+        actual = sha256_file(path) if path.is_file() else "missing"
+        pinned = pins.get(rec["file"])
+        t.check(actual == rec["sha256"] == pinned,
+                f"raw file: {path} sha256={actual} (pinned) <- {describe(rec)} [{rec.get('license', '?')}]",
+                f"raw file: {path} sha256={actual}, SOURCES.json says {rec['sha256']}, params.yaml pins {pinned}")

@@ -1,0 +1,59 @@
+"""Scenario registry: a scenario's name is its conf file, registry key, stage suffix and results path.
+
+A loader turns the verified raw files of a scenario into Instances, per split. Contributors add a
+scenario with a conf file plus, when no existing loader fits, a small module registering one here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..config import ScenarioConfig
+from ..errors import EvaltrailError
+from ..schema import Instance
+
+Loader = Callable[[ScenarioConfig, Path], dict[str, list[Instance]]]
+
+
+@dataclass(frozen=True)
+class ScenarioLoader:
+    name: str
+    """Registry key = scenario name."""
+    load: Loader
+    """(config, raw dir) -> {split: instances}."""
+    options: frozenset[str] = field(default_factory=frozenset)
+    """Loader-specific config keys it accepts."""
+    select_sources: Callable[[ScenarioConfig], list[dict]] | None = None
+    """Which of the pinned sources this configuration needs (default: all)."""
+
+    def sources(self, cfg: ScenarioConfig) -> list[dict]:
+        return self.select_sources(cfg) if self.select_sources else list(cfg.sources)
+
+    def check(self, cfg: ScenarioConfig) -> None:
+        unknown = sorted(set(cfg.options) - self.options)
+        if unknown:
+            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{unknown[0]}: unknown key for "
+                                 f"the {self.name} loader; accepted extra keys: {', '.join(sorted(self.options)) or '(none)'}")
+
+
+REGISTRY: dict[str, ScenarioLoader] = {}
+
+
+def register(name: str, options: tuple[str, ...] = (), select_sources=None):
+    def deco(fn: Loader) -> Loader:
+        REGISTRY[name] = ScenarioLoader(name, fn, frozenset(options), select_sources)
+        return fn
+    return deco
+
+
+def get_scenario(name: str) -> ScenarioLoader:
+    if name not in REGISTRY:
+        raise EvaltrailError(f"unknown scenario {name!r}: no loader is registered; "
+                             f"valid: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]
+
+
+# Loader modules register themselves on import.
+from . import hellaswag, mmlu  # noqa: E402,F401

@@ -1,0 +1,132 @@
+"""The data model shared by every stage; Parquet columns mirror these dataclasses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .hashing import stable_id
+
+METHODS = ("generate", "loglikelihood", "loglikelihood_rolling")
+
+
+@dataclass(frozen=True)
+class Reference:
+    text: str
+    """An option or gold answer as written in the dataset."""
+    correct: bool
+    """Whether this reference counts as a right answer."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    instance_id: str
+    """Truncated sha256 of the canonical input + references: stable under row reordering."""
+    split: str
+    """Dataset split the instance comes from (test, validation, dev, ...)."""
+    input: str
+    """The question / context as the dataset gives it, before any prompt template."""
+    references: tuple[Reference, ...]
+    """For multiple choice: every option in order, the right one(s) flagged correct."""
+    metadata: dict = field(default_factory=dict, hash=False, compare=False)
+    """Scenario-specific facts (subject, category, source id, ...)."""
+    perturbation: str | None = None
+    """Name of the perturbation that made this variant; None for the original."""
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(r.text for r in self.references)
+
+    @property
+    def gold_indices(self) -> tuple[int, ...]:
+        return tuple(i for i, r in enumerate(self.references) if r.correct)
+
+
+def make_instance(split: str, input: str, references: list[Reference],
+                  metadata: dict | None = None) -> Instance:
+    """Build an Instance whose id is the hash of its content (never its row position)."""
+    content = {"input": input, "references": [[r.text, r.correct] for r in references]}
+    return Instance(stable_id(content), split, input, tuple(references), dict(metadata or {}))
+
+
+@dataclass(frozen=True)
+class Request:
+    request_id: str
+    """Hash of (instance, trial, method, prompt, continuation, generation params)."""
+    instance_id: str
+    """The instance this request serves."""
+    method: str
+    """generate | loglikelihood | loglikelihood_rolling."""
+    prompt: str
+    """Exactly the text sent to the model."""
+    continuation: str | None = None
+    """For loglikelihood: the text whose logprob given the prompt is scored."""
+    choice_index: int | None = None
+    """For separate multiple choice: which option the continuation is."""
+    max_tokens: int | None = None
+    """For generate: maximum new tokens (greedy decoding)."""
+    stop: tuple[str, ...] = ()
+    """For generate: stop sequences."""
+    few_shot_ids: tuple[str, ...] = ()
+    """instance_ids of the in-context examples, in prompt order."""
+    trial: int = 0
+    """Index of the few-shot example set (num_train_trials)."""
+
+    def content(self) -> dict:
+        """What determines a model's answer; the request cache keys on this (plus the model)."""
+        return {"method": self.method, "prompt": self.prompt, "continuation": self.continuation,
+                "max_tokens": self.max_tokens, "stop": list(self.stop)}
+
+
+def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -> Request:
+    if method not in METHODS:
+        raise ValueError(f"unknown request method {method!r}; valid: {', '.join(METHODS)}")
+    draft = Request("", instance_id, method, prompt, trial=trial, **kw)
+    rid = stable_id({"instance_id": instance_id, "trial": trial, **draft.content()})
+    return Request(rid, instance_id, method, prompt, trial=trial, **kw)
+
+
+# Parquet schemas: explicit, so every scenario's artifacts have the same columns and types.
+REFERENCE_TYPE = pa.list_(pa.struct([("text", pa.string()), ("correct", pa.bool_())]))
+
+PROMPTS_SCHEMA = pa.schema([
+    ("request_id", pa.string()), ("instance_id", pa.string()), ("split", pa.string()),
+    ("input", pa.string()), ("references", REFERENCE_TYPE), ("metadata", pa.string()),
+    ("perturbation", pa.string()), ("method", pa.string()), ("prompt", pa.string()),
+    ("continuation", pa.string()), ("choice_index", pa.int32()), ("max_tokens", pa.int32()),
+    ("stop", pa.list_(pa.string())), ("few_shot_ids", pa.list_(pa.string())),
+    ("trial", pa.int32()),
+])
+
+COMPLETIONS_SCHEMA = pa.schema([
+    ("request_id", pa.string()), ("text", pa.string()), ("logprob", pa.float64()),
+    ("is_greedy", pa.bool_()), ("token_logprobs", pa.list_(pa.float64())),
+    ("num_prompt_tokens", pa.int32()), ("num_output_tokens", pa.int32()),
+    ("num_evaluated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("cached", pa.bool_()), ("model_sha256", pa.string()),
+])
+
+SCORES_SCHEMA = pa.schema([
+    ("instance_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
+    ("perturbation", pa.string()), ("trial", pa.int32()),
+])
+
+
+def prompts_table(pairs: list[tuple[Instance, Request]]) -> pa.Table:
+    """Rows are requests joined with their instance, in the order given."""
+    cols: dict[str, list] = {name: [] for name in PROMPTS_SCHEMA.names}
+    for inst, req in pairs:
+        row = {
+            "request_id": req.request_id, "instance_id": inst.instance_id, "split": inst.split,
+            "input": inst.input,
+            "references": [{"text": r.text, "correct": r.correct} for r in inst.references],
+            "metadata": json.dumps(inst.metadata, sort_keys=True, ensure_ascii=False),
+            "perturbation": inst.perturbation, "method": req.method, "prompt": req.prompt,
+            "continuation": req.continuation, "choice_index": req.choice_index,
+            "max_tokens": req.max_tokens, "stop": list(req.stop),
+            "few_shot_ids": list(req.few_shot_ids), "trial": req.trial,
+        }
+        for k, v in row.items():
+            cols[k].append(v)
+    return pa.table(cols, schema=PROMPTS_SCHEMA)

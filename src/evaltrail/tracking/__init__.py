@@ -1,0 +1,68 @@
+"""MLflow: one run per (scenario, model) cell, tagged with the lineage that produced its numbers.
+
+Each run carries `evaltrail.fingerprint`, a hash of the cell's results and lineage (not of the
+git commit). Re-running aggregate on unchanged results finds that run instead of logging a twin.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from ..hashing import stable_id
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+
+
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def shown_uri(uri: str) -> str:
+    """The URI without any user:password part, for files and logs."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def _flatten(prefix: str, obj, out: dict) -> dict:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = obj
+    return out
+
+
+def flat_params(config: dict) -> dict[str, str]:
+    """Resolved config as MLflow params; long values (source lists) go in the config artifact."""
+    return {k: str(v) for k, v in _flatten("", config, {}).items() if len(str(v)) <= 500}
+
+
+def fingerprint(summary: dict, tags: dict) -> str:
+    return stable_id({"summary": summary, "tags": {k: v for k, v in tags.items() if k != "evaltrail.git_commit"}}, 32)
+
+
+def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
+             artifacts: list[Path]) -> tuple[str, bool]:
+    """Log one cell unless an identical run exists; return (run_id, created)."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri())
+    exp = mlflow.set_experiment(experiment)
+    fp = fingerprint(summary, tags)
+    found = mlflow.search_runs([exp.experiment_id], filter_string=f"tags.`evaltrail.fingerprint` = '{fp}'",
+                               output_format="list", max_results=1)
+    if found:
+        return found[0].info.run_id, False
+    with mlflow.start_run(run_name=name, tags={**tags, "evaltrail.fingerprint": fp}) as active:
+        mlflow.log_params(flat_params(config))
+        mlflow.log_metrics({f"{m}{suffix}": st[key] for m, st in summary["metrics"].items()
+                            for suffix, key in (("", "mean"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
+                            if st[key] is not None})
+        mlflow.log_dict(config, "config.json")
+        for path in artifacts:
+            mlflow.log_artifact(str(path))
+        return active.info.run_id, True

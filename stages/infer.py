@@ -1,0 +1,33 @@
+"""infer@<scenario>-<model>: run every request through the model; the request cache makes it resumable."""
+
+import pandas as pd
+
+from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.io import read_json, write_parquet
+from evaltrail.models import identity, load_backend
+from evaltrail.models.cache import RequestCache
+from evaltrail.models.infer import run_requests
+from evaltrail.models.weights import verified_weights
+from evaltrail.paths import cache_dir, completions_path, model_info_path, model_path, prompts_path
+from evaltrail.stage import run_stage
+
+
+def main(scenario: str, model: str) -> None:
+    run = load_params()
+    scenario_config(run, scenario)
+    cfg = model_config(run, model)
+    info = read_json(model_info_path(model))
+    prompts = pd.read_parquet(prompts_path(scenario))
+    cache = RequestCache(cache_dir() / "requests.sqlite")
+
+    def load():
+        return load_backend(cfg, model_path(model), verified_weights(cfg, model_path(model), info))
+
+    table = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
+    write_parquet(completions_path(scenario, model), table)
+    cached = sum(table.column("cached").to_pylist())
+    print(f"infer {scenario} x {model}: {table.num_rows} requests ({cached} from cache)")
+
+
+if __name__ == "__main__":
+    run_stage(main, "infer.py <scenario> <model>")
