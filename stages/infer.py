@@ -23,10 +23,9 @@ def main(scenario: str, model: str) -> None:
     def load():
         return load_backend(cfg, model_path(model), verified_weights(cfg, model_path(model), info))
 
-    table = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
+    table, computed = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
     write_parquet(completions_path(scenario, model), table)
-    cached = sum(table.column("cached").to_pylist())
-    print(f"infer {scenario} x {model}: {table.num_rows} requests ({cached} from cache)")
+    print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
 
 
 if __name__ == "__main__":

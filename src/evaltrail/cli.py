@@ -10,11 +10,14 @@ from .errors import EvaltrailError
 
 
 def _trace(args) -> int:
-    from .provenance.trace import trace
+    from .provenance.trace import show_instance, trace
 
     run = load_params()
     scenario_config(run, args.scenario)
     model_config(run, args.model)
+    if args.instance:
+        print("\n".join(show_instance(args.scenario, args.model, args.instance)))
+        return 0
     result = trace(run, args.scenario, args.model, args.metric)
     print("\n".join(result.lines))
     if result.problems:
@@ -45,12 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("trace", help="trace one leaderboard number back to pinned inputs")
     p.add_argument("--scenario", required=True)
     p.add_argument("--model", required=True)
-    p.add_argument("--metric", required=True)
+    p.add_argument("--metric", help="the leaderboard metric to trace (required unless --instance)")
+    p.add_argument("--instance", help="show one instance end to end instead: prompts, completions, scores")
     p.set_defaults(fn=_trace)
     v = sub.add_parser("validate", help="check params.yaml: scenarios, methods, metrics, keys")
     v.add_argument("--params", default="params.yaml")
     v.set_defaults(fn=_validate)
     args = parser.parse_args(argv)
+    if args.command == "trace" and not (args.metric or args.instance):
+        parser.error("trace needs --metric (or --instance)")
     try:
         return args.fn(args)
     except EvaltrailError as exc:

@@ -99,6 +99,10 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     raw = dict(raw)
     scen = {n: _build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
             for n, c in (raw.pop("scenario", None) or {}).items()}
+    for n, c in scen.items():
+        if c.main_metric not in c.metrics:
+            raise EvaltrailError(f"{source}: scenario.{n}.main_metric: {c.main_metric!r} is not among "
+                                 f"its metrics ({', '.join(c.metrics)})")
     mods = {n: _build(ModelConfig, c, f"{source}: model.{n}", name=n)
             for n, c in (raw.pop("model", None) or {}).items()}
     return _build(RunConfig, {**raw, "scenario": scen, "model": mods}, source)

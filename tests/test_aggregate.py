@@ -1,0 +1,34 @@
+"""Leaderboard tables and DVC metrics from score summaries."""
+
+from __future__ import annotations
+
+from evaltrail.aggregate import leaderboard, metrics_json, to_markdown
+
+
+def summary(main, **metrics):
+    return {"main_metric": main, "metrics": {m: {"mean": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "n": 10}
+                                             for m, v in metrics.items()}}
+
+
+SUMMARIES = {("hellaswag", "a"): summary("acc_norm", acc=0.3, acc_norm=0.35),
+             ("mmlu", "a"): summary("exact_match", exact_match=0.25),
+             ("mmlu", "b"): summary("exact_match", exact_match=0.28)}
+
+
+def test_rows_mark_the_main_metric():
+    board = leaderboard(SUMMARIES)
+    assert len(board) == 4
+    main = board[board["main"]]
+    assert sorted(zip(main["scenario"], main["model"], main["metric"])) == [
+        ("hellaswag", "a", "acc_norm"), ("mmlu", "a", "exact_match"), ("mmlu", "b", "exact_match")]
+
+
+def test_markdown_has_model_rows_and_scenario_columns():
+    md = to_markdown(leaderboard(SUMMARIES))
+    assert "| model | hellaswag (acc_norm) | mmlu (exact_match) |" in md
+    assert "| a | 0.350 [0.250, 0.450] | 0.250 [0.150, 0.350] |" in md
+    assert "| b | — | 0.280 [0.180, 0.380] |" in md
+
+
+def test_metrics_json_nests_scenario_model_metric():
+    assert metrics_json(leaderboard(SUMMARIES))["mmlu"] == {"a": {"exact_match": 0.25}, "b": {"exact_match": 0.28}}

@@ -1,0 +1,74 @@
+"""Inference through the request cache: a re-run loads no model, an interrupted run resumes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltrail.config import ModelConfig
+from evaltrail.models import identity, load_backend
+from evaltrail.models.cache import RequestCache
+from evaltrail.models.infer import run_requests
+from evaltrail.schema import COMPLETIONS_SCHEMA, Reference, make_instance, make_request, prompts_table
+
+SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+CFG = ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": SHA, "parts": []},
+                  n_ctx=512, n_batch=64)
+
+
+def prompts() -> pd.DataFrame:
+    pairs = []
+    for q, opts in [("Bees make", ["honey", "steel"]), ("Snow is", ["white", "loud"])]:
+        inst = make_instance("test", q, [Reference(o, i == 0) for i, o in enumerate(opts)])
+        pairs += [(inst, make_request(inst.instance_id, 0, "loglikelihood", q, continuation=" " + o, choice_index=i))
+                  for i, o in enumerate(opts)]
+    pairs.append((inst, make_request(inst.instance_id, 0, "generate", "Snow is", max_tokens=3, stop=("\n",))))
+    return prompts_table(pairs).to_pandas()
+
+
+def never():
+    raise AssertionError("the model was loaded although every request is cached")
+
+
+@pytest.fixture
+def loads(smollm_gguf):
+    calls = []
+
+    def load():
+        calls.append(1)
+        return load_backend(CFG, smollm_gguf, SHA)
+    return load, calls
+
+
+def test_second_run_is_served_from_cache(tmp_path, loads):
+    load, calls = loads
+    cache = RequestCache(tmp_path / "r.sqlite")
+    ident = identity(CFG, SHA)
+    first, computed = run_requests(prompts(), ident, cache, load)
+    assert first.schema == COMPLETIONS_SCHEMA and calls == [1] and computed == 5
+    second, computed_again = run_requests(prompts(), ident, cache, never)
+    assert computed_again == 0 and second.equals(first)  # same bytes, runtimes included
+
+
+def test_interrupted_run_resumes_with_same_results(tmp_path, loads):
+    load, calls = loads
+    ident, full = identity(CFG, SHA), prompts()
+    clean = run_requests(full, ident, RequestCache(tmp_path / "clean.sqlite"), load)[0].to_pandas()
+    cache = RequestCache(tmp_path / "resumed.sqlite")
+    run_requests(full.iloc[:2], ident, cache, load)  # "killed" after two requests
+    resumed, computed = run_requests(full, ident, cache, load)
+    resumed = resumed.to_pandas()
+    assert computed == 3
+    assert resumed["request_id"].tolist() == clean["request_id"].tolist()
+    assert np.allclose(resumed["logprob"].dropna(), clean["logprob"].dropna(), atol=1e-4)
+    assert resumed["text"].tolist() == clean["text"].tolist()
+
+
+def test_cache_is_keyed_by_model_identity(tmp_path, loads):
+    load, calls = loads
+    cache = RequestCache(tmp_path / "r.sqlite")
+    run_requests(prompts(), identity(CFG, SHA), cache, load)
+    other = {**identity(CFG, SHA), "sha256": "f" * 64}
+    with pytest.raises(AssertionError, match="model was loaded"):
+        run_requests(prompts(), other, cache, never)

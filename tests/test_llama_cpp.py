@@ -1,0 +1,63 @@
+"""The embedded backend on real SmolLM2 weights: logprobs agree with and without KV prefix reuse."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evaltrail.config import ModelConfig
+from evaltrail.hashing import sha256_file
+from evaltrail.models import identity, load_backend
+
+SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": SHA, "parts": []},
+                       n_ctx=512, n_batch=64, n_threads=None)
+
+
+@pytest.fixture(scope="module")
+def backend(cfg, smollm_gguf):
+    assert sha256_file(smollm_gguf) == SHA
+    return load_backend(cfg, smollm_gguf, SHA)
+
+
+def test_identity_names_weights_and_engine(cfg):
+    ident = identity(cfg, SHA)
+    assert ident["sha256"] == SHA and ident["backend"] == "llama_cpp" and ident["llama_cpp"]
+
+
+def test_loglikelihood_prefers_the_sensible_continuation(backend):
+    good = backend.loglikelihood("The capital of France is", " Paris")
+    bad = backend.loglikelihood("The capital of France is", " banana")
+    assert good["logprob"] > bad["logprob"]
+    assert good["logprob"] == pytest.approx(sum(good["token_logprobs"]))
+    assert all(lp <= 0 for lp in good["token_logprobs"]) and good["num_output_tokens"] >= 1
+
+
+def test_prefix_reuse_does_not_change_logprobs(backend):
+    ctx = "Question: what do bees make?\nAnswer:"
+    warm = [backend.loglikelihood(ctx, c) for c in (" honey", " wax", " honey")]
+    assert warm[1]["num_evaluated_tokens"] < warm[1]["num_prompt_tokens"] + warm[1]["num_output_tokens"]
+    backend.loglikelihood("Something unrelated entirely.", " x")  # move the cache elsewhere
+    cold = backend.loglikelihood(ctx, " honey")
+    assert np.allclose(warm[0]["token_logprobs"], cold["token_logprobs"], atol=1e-4)
+    assert warm[2]["num_evaluated_tokens"] <= 1 and warm[2]["logprob"] == pytest.approx(warm[0]["logprob"], abs=1e-4)
+
+
+def test_generate_is_greedy_and_honours_stop(backend):
+    out = backend.generate("Count: 1, 2, 3, 4,", 8, [","])
+    again = backend.generate("Count: 1, 2, 3, 4,", 8, [","])
+    assert out["text"] == again["text"] and "," not in out["text"]
+    assert 1 <= out["num_output_tokens"] <= 8 and math.isfinite(out["logprob"])
+    one = backend.generate("Question: 2+2=?\nA. 4\nB. 5\nAnswer:", 1, ["\n"])
+    assert one["num_output_tokens"] == len(one["token_logprobs"]) <= 1  # 0 when EOS comes first
+
+
+def test_long_prompt_is_left_truncated_to_fit(backend, cfg):
+    out = backend.loglikelihood("word " * 2000, " end")
+    assert out["num_prompt_tokens"] + out["num_output_tokens"] <= cfg.n_ctx

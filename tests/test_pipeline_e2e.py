@@ -1,0 +1,143 @@
+"""End to end: the real DVC pipeline on the smoke suite (real data, real SmolLM2), in a temp copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+SMOLLM = "smollm2_135m_instruct"
+CELLS = {("mmlu", SMOLLM, "exact_match"), ("hellaswag", SMOLLM, "acc"), ("hellaswag", SMOLLM, "acc_norm")}
+
+
+def sh(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(list(args), cwd=repo, env=env, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def dvc(repo: Path, *args: str, check: bool = True):
+    return sh(repo, sys.executable, "-m", "dvc", *args, check=check)
+
+
+def trace(repo: Path, scenario: str, model: str, metric: str, check: bool = True):
+    return sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", scenario,
+              "--model", model, "--metric", metric, check=check)
+
+
+def tracked_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    return [f for f in out if f and not f.startswith(("results/", "bench/")) and f != "dvc.lock"
+            and (ROOT / f).is_file()]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """A fresh git + DVC copy of the project that has run `dvc exp run -S suite=smoke`."""
+    repo = tmp_path_factory.mktemp("evaltrail")
+    for f in tracked_files():
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, repo / f)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVALTRAIL_CACHE", str(repo.parent / "cache"))  # cold request cache: real inference
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{repo}/mlflow.db")
+        sh(repo, "git", "init", "-q")
+        sh(repo, "git", "add", "-A")
+        sh(repo, "git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "copy")
+        dvc(repo, "exp", "run", "-S", "suite=smoke")
+        yield repo
+
+
+def board(repo: Path) -> pd.DataFrame:
+    return pd.read_csv(repo / "results" / "leaderboard.csv")
+
+
+def test_leaderboard_has_expected_rows_in_range(repo):
+    lb = board(repo)
+    assert set(zip(lb["scenario"], lb["model"], lb["metric"])) == CELLS
+    assert lb["mean"].between(0, 1).all() and lb["ci_low"].le(lb["mean"]).all() and lb["mean"].le(lb["ci_high"]).all()
+    assert (lb["n"] == 6).all()
+    metrics = json.loads((repo / "results" / "metrics.json").read_text())
+    assert set(metrics) == {"mmlu", "hellaswag"}
+
+
+def test_trace_every_cell(repo):
+    for scenario, model, metric in sorted(CELLS):
+        out = trace(repo, scenario, model, metric).stdout
+        assert "!!" not in out and "mlflow: run" in out and "sha256=" in out
+    iid = pd.read_parquet(repo / "results/scores/mmlu" / f"{SMOLLM}.parquet")["instance_id"].iloc[0]
+    shown = sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", "mmlu", "--model", SMOLLM,
+               "--instance", iid).stdout
+    assert f"instance {iid}" in shown and "Answer:" in shown and "score exact_match" in shown
+
+
+def test_mlflow_holds_one_run_per_cell_with_lineage(repo):
+    import mlflow
+
+    mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+    runs = mlflow.search_runs(experiment_names=["evaltrail"], output_format="list")
+    assert sorted(r.info.run_name for r in runs) == ["hellaswag/" + SMOLLM, "mmlu/" + SMOLLM]
+    tags = {r.info.run_name: r.data.tags for r in runs}["hellaswag/" + SMOLLM]
+    assert tags["evaltrail.model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert tags["data.sha256.hellaswag/validation.arrow"].startswith("5d21a8cf")
+    assert len(tags["evaltrail.git_commit"]) >= 40
+    assert all(v != "unrecorded" for k, v in tags.items() if k.startswith("dvc.md5."))
+
+
+def test_second_repro_runs_nothing_and_aggregate_rerun_adds_no_runs(repo):
+    out = dvc(repo, "repro").stdout
+    assert "Running stage" not in out and "up to date" in out
+    forced = dvc(repo, "repro", "-f", "-s", "aggregate").stdout
+    assert forced.count("unchanged, kept") == 2 and "(logged)" not in forced
+    import mlflow
+
+    mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+    assert len(mlflow.search_runs(experiment_names=["evaltrail"], output_format="list")) == 2
+
+
+def test_artifacts_are_byte_identical_when_recomputed(repo):
+    before = dvc(repo, "status").stdout
+    dvc(repo, "repro", "-f", "-s", "prepare@mmlu", "infer@mmlu-" + SMOLLM, "score@hellaswag-" + SMOLLM)
+    assert "changed" not in dvc(repo, "status").stdout, before
+
+
+def test_bad_pin_fails_clearly_and_keeps_earlier_results(repo):
+    params = repo / "params.yaml"
+    original = params.read_text()
+    raw = repo / "data" / "raw" / "hellaswag" / "validation.arrow"
+    raw_before, board_before = raw.read_bytes(), (repo / "results" / "leaderboard.csv").read_text()
+    params.write_text(original.replace("5d21a8cf3f95280f2916128ed480c6b518a11aacb18b1ea200eefd8c0b92c16b", "ab" * 32))
+    try:
+        proc = dvc(repo, "repro", check=False)
+        assert proc.returncode != 0
+        assert f"expected {'ab' * 32}, got 5d21a8cf" in proc.stderr + proc.stdout
+        assert raw.read_bytes() == raw_before
+        assert (repo / "results" / "leaderboard.csv").read_text() == board_before
+    finally:
+        params.write_text(original)
+
+
+def test_editing_a_raw_file_makes_trace_fail(repo):
+    raw = repo / "data" / "raw" / "mmlu" / "abstract_algebra" / "test.arrow"
+    data = raw.read_bytes()
+    raw.chmod(0o644)
+    raw.write_bytes(data + b"\0")
+    try:
+        proc = trace(repo, "mmlu", SMOLLM, "exact_match", check=False)
+        assert proc.returncode == 1
+        assert "data/raw/mmlu" in proc.stderr and "error: trace failed" in proc.stderr
+    finally:
+        raw.write_bytes(data)
+    assert trace(repo, "mmlu", SMOLLM, "exact_match").returncode == 0

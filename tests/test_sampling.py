@@ -1,0 +1,70 @@
+"""Seeded sampling by content hash: row order and additions never reshuffle the chosen set."""
+
+from __future__ import annotations
+
+import random
+
+from evaltrail.adapters.sampling import dedupe, few_shot, sample
+from evaltrail.config import RunConfig, ScenarioConfig
+from evaltrail.schema import Reference, make_instance
+
+
+def insts(n, group=None, split="test"):
+    return [make_instance(split, f"question {i}", [Reference("yes", True), Reference("no", False)],
+                          {"g": group or f"g{i % 3}"}) for i in range(n)]
+
+
+def test_sample_ignores_row_order():
+    pool = insts(50)
+    shuffled = pool[:]
+    random.Random(1).shuffle(shuffled)
+    assert [i.instance_id for i in sample(pool, 10, 0)] == [i.instance_id for i in sample(shuffled, 10, 0)]
+
+
+def test_adding_rows_keeps_chosen_unless_displaced():
+    pool = insts(50)
+    before = {i.instance_id for i in sample(pool, 10, 0)}
+    after = {i.instance_id for i in sample(pool + insts(60)[50:], 10, 0)}
+    added = {i.instance_id for i in insts(60)[50:]}
+    assert after - before <= added  # only new rows can enter
+
+
+def test_seed_changes_choice_and_groups_cap_each():
+    pool = insts(60)
+    assert {i.instance_id for i in sample(pool, 10, 0)} != {i.instance_id for i in sample(pool, 10, 1)}
+    chosen = sample(pool, 4, 0, group_key="g")
+    assert len(chosen) == 12
+    assert sorted({i.metadata["g"] for i in chosen}) == ["g0", "g1", "g2"]
+
+
+def test_dedupe_and_no_cap():
+    pool = insts(5)
+    assert len(dedupe(pool + pool)) == 5
+    assert len(sample(pool + pool, None, 0)) == 5
+
+
+def _cfg(**kw):
+    base = dict(name="t", method="multiple_choice_joint", eval_split="test", metrics=["exact_match"],
+                main_metric="exact_match", sources=[], num_shots=3, train_split="test", sample_group=None)
+    return ScenarioConfig(**{**base, **kw})
+
+
+RUN = RunConfig(seed=0, max_eval_instances=10, bootstrap_samples=10, scenarios=[], models=[],
+                scenario={}, model={}, mlflow={})
+
+
+def test_few_shot_never_uses_the_instance_itself():
+    pool = insts(4, group="same")
+    splits = {"test": pool}
+    for inst in pool:
+        shots = few_shot(_cfg(), RUN, splits, inst, trial=0)
+        assert len(shots) == 3 and inst.instance_id not in {s.instance_id for s in shots}
+
+
+def test_few_shot_is_seeded_by_trial():
+    pool = insts(20, group="same")
+    splits = {"test": pool}
+    target = insts(1, group="same", split="other")[0]
+    a = [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 0)]
+    assert a == [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 0)]
+    assert a != [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 1)]

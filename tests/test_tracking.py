@@ -1,0 +1,42 @@
+"""MLflow logging on a real SQLite store: lineage tags, artifacts, and no duplicate runs."""
+
+from __future__ import annotations
+
+import mlflow
+import pytest
+
+from evaltrail.tracking import log_cell, shown_uri
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def test_one_run_per_unchanged_cell(store, tmp_path):
+    art = tmp_path / "scores.parquet"
+    art.write_bytes(b"PAR1")
+    summary = {"main_metric": "acc", "metrics": {"acc": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 9}}}
+    tags = {"evaltrail.git_commit": "abc", "evaltrail.model_sha256": "f" * 64, "data.sha256.s/x.arrow": "e" * 64}
+    config = {"seed": 0, "scenario": {"sources": [{"file": "x" * 600}], "metrics": ["acc"]}}
+    run_id, created = log_cell("exp", "s/m", config, summary, tags, [art])
+    again, created_again = log_cell("exp", "s/m", config, summary, {**tags, "evaltrail.git_commit": "def"}, [art])
+    assert created and not created_again and again == run_id
+    changed, created_changed = log_cell("exp", "s/m", config, {**summary, "main_metric": "x"}, tags, [art])
+    assert created_changed and changed != run_id
+
+    run = mlflow.get_run(run_id)
+    assert run.data.tags["evaltrail.model_sha256"] == "f" * 64
+    assert run.data.tags["data.sha256.s/x.arrow"] == "e" * 64
+    assert run.data.metrics == {"acc": 0.5, "acc_ci_low": 0.4, "acc_ci_high": 0.6}
+    assert run.data.params["scenario.metrics"] == "['acc']" and "scenario.sources" not in run.data.params
+    names = {a.path for a in mlflow.MlflowClient().list_artifacts(run_id)}
+    assert {"scores.parquet", "config.json"} <= names
+
+
+def test_credentials_never_shown():
+    assert shown_uri("https://user:secret@mlflow.example/") == "https://***@mlflow.example/"
+    assert shown_uri("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
