@@ -1,5 +1,7 @@
 """infer@<scenario>-<model>: run every request through the model; the request cache makes it resumable."""
 
+import sys
+
 import pandas as pd
 
 from evaltrail.config import load_params, model_config, scenario_config
@@ -26,6 +28,10 @@ def main(scenario: str, model: str) -> None:
     table, computed = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
     write_parquet(completions_path(scenario, model), table)
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
+    cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
+    if cut:
+        print(f"warning: {len(cut)} prompt(s) exceeded model.{model}.n_ctx={cfg.n_ctx} and lost their leftmost "
+              f"{min(cut)}-{max(cut)} tokens (instructions / oldest in-context examples)", file=sys.stderr)
 
 
 if __name__ == "__main__":

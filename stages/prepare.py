@@ -2,9 +2,9 @@
 
 from evaltrail.adapters import get_adapter
 from evaltrail.config import load_params, scenario_config
-from evaltrail.io import write_parquet
-from evaltrail.paths import prompts_path, raw_dir
-from evaltrail.scenarios import get_scenario
+from evaltrail.io import write_json, write_parquet
+from evaltrail.paths import prepare_report_path, prompts_path, raw_dir
+from evaltrail.scenarios import get_scenario, rows
 from evaltrail.schema import prompts_table
 from evaltrail.sources import check_dir
 from evaltrail.stage import run_stage
@@ -17,9 +17,16 @@ def main(scenario: str) -> None:
     loader.check(cfg)
     adapter = get_adapter(cfg.method, f"params.yaml: scenario.{scenario}.method")
     check_dir(raw_dir(scenario))
-    pairs = adapter.build(cfg, run, loader.load(cfg, raw_dir(scenario)))
+    rows.SKIPPED.clear()
+    splits = loader.load(cfg, raw_dir(scenario))
+    pairs = adapter.build(cfg, run, splits)
+    report = {"scenario": scenario, "loaded": {s: len(v) for s, v in sorted(splits.items())},
+              "skipped_malformed_rows": {str(k): v for k, v in sorted(rows.SKIPPED.items()) if v},
+              "instances": len({i.instance_id for i, _ in pairs}), "requests": len(pairs)}
     write_parquet(prompts_path(scenario), prompts_table(pairs))
-    print(f"prepare {scenario}: {len({i.instance_id for i, _ in pairs})} instances, {len(pairs)} requests")
+    write_json(prepare_report_path(scenario), report)
+    print(f"prepare {scenario}: {report['instances']} instances, {report['requests']} requests"
+          + (f", {sum(report['skipped_malformed_rows'].values())} malformed rows skipped" if report["skipped_malformed_rows"] else ""))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ def main(scenario: str, model: str) -> None:
     summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0])
     write_parquet(scores_path(scenario, model), scores_table(scores))
     write_json(summary_path(scenario, model), summary)
-    main_value = summary["metrics"][cfg.main_metric]
-    print(f"score {scenario} x {model}: {cfg.main_metric} = {main_value['mean']:.4f} "
-          f"[{main_value['ci_low']:.4f}, {main_value['ci_high']:.4f}] (n={main_value['n']})")
+    for name, st in summary["metrics"].items():
+        if st["mean"] is not None:
+            print(f"score {scenario} x {model}: {name}{' (main)' if name == cfg.main_metric else ''} = "
+                  f"{st['mean']:.4f} [{st['ci_low']:.4f}, {st['ci_high']:.4f}] (n={st['n']})")
 
 
 if __name__ == "__main__":

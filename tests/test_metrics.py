@@ -44,3 +44,48 @@ def test_mean_ci_is_deterministic_and_brackets_the_mean():
     assert a == b and a["n"] == 100 and a["mean"] == pytest.approx(0.3)
     assert a["ci_low"] < 0.3 < a["ci_high"] and 0.15 < a["ci_low"] and a["ci_high"] < 0.45
     assert mean_ci([], 10, 0)["mean"] is None
+
+
+def test_quasi_exact_match_helm_normalization():
+    q = get_metric("quasi_exact_match")
+    assert q("The Eiffel Tower", "eiffel tower.") == 1.0
+    assert q("an apple", "Apple!") == 1.0
+    assert q("theory", "ory") == 0.0          # "the" inside a word is not an article
+    assert q("yes", "") == 0.0 and q("", "") == 0.0  # empty prediction scores 0
+    assert q("don’t", "dont") == 0.0          # ’ is not ASCII punctuation: kept, as HELM does
+
+
+def test_f1_is_over_token_sets():
+    f1 = get_metric("f1_score")
+    assert f1("the cat sat", "cat cat sat") == 1.0     # sets: {cat, sat} vs {cat, sat}
+    assert f1("cat sat on mat", "cat") == pytest.approx(2 * 1 * 0.25 / 1.25)
+    assert f1("cat", "") == 0.0 and f1("", "cat") == 0.0 and f1("a", "the") == 0.0
+
+
+def test_rouge_l_uses_stemming():
+    r = get_metric("rouge_l")
+    assert r("the cats sat", "a cat sat") == pytest.approx(2 / 3)
+    assert r("x", "") == 0.0
+
+
+def test_final_number_exact_match():
+    fn = get_metric("final_number_exact_match")
+    assert fn("She pays 3 * 6 = 18. The answer is 18.", "so 9 + 9 = 18 dollars") == 1.0
+    assert fn("The answer is 1,200.", "I think 1200") == 1.0
+    assert fn("The answer is 7.", "The answer is 7.5") == 0.0
+    assert fn("The answer is -3.", "no number") == 0.0
+
+
+def test_acc_uses_calibrated_logprob_when_present():
+    frame = pd.DataFrame({"instance_id": ["i", "i"], "trial": [0, 0], "choice_index": [0, 1],
+                          "logprob": [-2.0, -3.0], "continuation": [" a", " b"], "correct": [False, True],
+                          "calibrated_logprob": [-2.0 + 1.0, -3.0 + 4.0]})
+    assert get_metric("acc")(frame).tolist() == [1.0]
+
+
+def test_language_modeling_metrics():
+    frame = pd.DataFrame({"instance_id": ["d"], "trial": [0], "logprob": [-10 * np.log(2)],
+                          "num_output_tokens": [5], "prompt": ["abcde"]})
+    assert get_metric("bits_per_byte")(frame).tolist() == pytest.approx([2.0])
+    assert get_metric("perplexity")(frame).tolist() == pytest.approx([4.0])
+    assert not get_metric("perplexity").higher_is_better

@@ -42,6 +42,21 @@ def _validate(args) -> int:
     return 0
 
 
+def _scenarios(args) -> int:
+    from .scenarios.catalog import catalog_rows, format_table
+
+    print(format_table(catalog_rows(args.conf)))
+    return 0
+
+
+def _scenario_check(args) -> int:
+    from .scenarios.catalog import check_scenario
+
+    for line in check_scenario(args.name, args.conf):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -54,6 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="check params.yaml: scenarios, methods, metrics, keys")
     v.add_argument("--params", default="params.yaml")
     v.set_defaults(fn=_validate)
+    s = sub.add_parser("scenarios", help="list every scenario in conf/scenario with its taxonomy")
+    s.add_argument("--conf", default="conf")
+    s.set_defaults(fn=_scenarios)
+    c = sub.add_parser("scenario", help="scenario tools: `evaltrail scenario check NAME`")
+    csub = c.add_subparsers(dest="action", required=True)
+    chk = csub.add_parser("check", help="validate one scenario: pins, licence, loader, ids, adapter")
+    chk.add_argument("name")
+    chk.add_argument("--conf", default="conf")
+    chk.set_defaults(fn=_scenario_check)
     args = parser.parse_args(argv)
     if args.command == "trace" and not (args.metric or args.instance):
         parser.error("trace needs --metric (or --instance)")

@@ -24,8 +24,8 @@ class ScenarioConfig:
     """Split whose instances are evaluated."""
     metrics: list[str]
     """Per-instance metrics to score."""
-    main_metric: str
-    """The leaderboard's number for this scenario."""
+    main_metric: str | None
+    """The leaderboard's number for this scenario (null: none yet, e.g. toxicity before its metrics)."""
     sources: list[dict]
     """Pinned source files (see evaltrail.sources)."""
     num_shots: int = 0
@@ -38,10 +38,30 @@ class ScenarioConfig:
     """Overrides the run-level max_eval_instances for this scenario."""
     instructions: str | None = None
     """Prompt header; {field} placeholders are filled from instance metadata."""
+    input_noun: str | None = None
+    """Label before each input in the prompt (e.g. "Question"); None: the input stands alone."""
+    output_noun: str | None = None
+    """Label before each answer (e.g. "Answer"); None: the answer follows a space."""
     max_tokens: int | None = None
     """Generation length limit."""
     stop: list[str] = field(default_factory=list)
     """Generation stop sequences."""
+    num_train_trials: int = 1
+    """Independent few-shot example sets; each is a `trial` in the artifacts."""
+    calibration_prompt: str | None = None
+    """Separate MC, calibrated: also score each option after this bare prompt and subtract."""
+    partial: bool = False
+    """Separate MC, fill-in-the-blank ("_" in the input): score the text after the blank."""
+    max_malformed: int = 0
+    """Raw rows that may be skipped as malformed (each reported with file:line); more fail the stage."""
+    description: str | None = None
+    """One line on what the scenario measures."""
+    taxonomy: dict = field(default_factory=dict)
+    """HELM taxonomy: task, domain (what), language, who, when."""
+    license: str | None = None
+    """Licence of the data as evaluated."""
+    citation: str | None = None
+    """How to cite the dataset."""
     options: dict = field(default_factory=dict)
     """Loader-specific keys (e.g. mmlu's subjects), checked by the scenario's loader."""
 
@@ -65,7 +85,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class RunConfig:
     seed: int
-    max_eval_instances: int
+    max_eval_instances: int | None
     bootstrap_samples: int
     scenarios: list[str]
     models: list[str]
@@ -100,7 +120,7 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     scen = {n: _build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
             for n, c in (raw.pop("scenario", None) or {}).items()}
     for n, c in scen.items():
-        if c.main_metric not in c.metrics:
+        if c.main_metric is not None and c.main_metric not in c.metrics:
             raise EvaltrailError(f"{source}: scenario.{n}.main_metric: {c.main_metric!r} is not among "
                                  f"its metrics ({', '.join(c.metrics)})")
     mods = {n: _build(ModelConfig, c, f"{source}: model.{n}", name=n)
@@ -128,3 +148,21 @@ def model_config(run: RunConfig, name: str) -> ModelConfig:
         raise EvaltrailError(
             f"unknown model {name!r} in params.yaml; valid: {', '.join(sorted(run.model)) or '(none)'}")
     return run.model[name]
+
+
+def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConfig:
+    """One scenario's config composed by Hydra from conf/scenario/<name>.yaml alone (no suite),
+    exactly as `dvc exp run` would put it in params.yaml; for checks and tests."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    conf_dir = Path(conf_dir).resolve()
+    try:
+        with initialize_config_dir(str(conf_dir), version_base=None):
+            cfg = compose("config", overrides=["~suite", f"+scenario@scenario.{name}={name}"])
+    except HydraException as exc:
+        raise EvaltrailError(f"{conf_dir}/scenario/{name}.yaml: {str(exc).splitlines()[0]}; valid: "
+                             + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
+    raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
+    return _build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)

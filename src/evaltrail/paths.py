@@ -20,6 +20,11 @@ def prompts_path(scenario: str) -> Path:
     return Path("data/prompts") / f"{scenario}.parquet"
 
 
+def prepare_report_path(scenario: str) -> Path:
+    """What prepare loaded, sampled and skipped (malformed rows, per raw file)."""
+    return Path("data/prompts") / f"{scenario}.json"
+
+
 def model_path(model: str) -> Path:
     return Path("models") / f"{model}.gguf"
 

@@ -73,6 +73,8 @@ class Request:
     """instance_ids of the in-context examples, in prompt order."""
     trial: int = 0
     """Index of the few-shot example set (num_train_trials)."""
+    calibration: bool = False
+    """Separate MC, calibrated: this request scores the option after the bare calibration prompt."""
 
     def content(self) -> dict:
         """What determines a model's answer; the request cache keys on this (plus the model)."""
@@ -84,7 +86,8 @@ def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -
     if method not in METHODS:
         raise ValueError(f"unknown request method {method!r}; valid: {', '.join(METHODS)}")
     draft = Request("", instance_id, method, prompt, trial=trial, **kw)
-    rid = stable_id({"instance_id": instance_id, "trial": trial, **draft.content()})
+    marks = {"calibration": True} if draft.calibration else {}  # absent when false: ids stay as before
+    rid = stable_id({"instance_id": instance_id, "trial": trial, **marks, **draft.content()})
     return Request(rid, instance_id, method, prompt, trial=trial, **kw)
 
 
@@ -97,14 +100,14 @@ PROMPTS_SCHEMA = pa.schema([
     ("perturbation", pa.string()), ("method", pa.string()), ("prompt", pa.string()),
     ("continuation", pa.string()), ("choice_index", pa.int32()), ("max_tokens", pa.int32()),
     ("stop", pa.list_(pa.string())), ("few_shot_ids", pa.list_(pa.string())),
-    ("trial", pa.int32()),
+    ("trial", pa.int32()), ("calibration", pa.bool_()),
 ])
 
 COMPLETIONS_SCHEMA = pa.schema([
     ("request_id", pa.string()), ("text", pa.string()), ("logprob", pa.float64()),
     ("is_greedy", pa.bool_()), ("token_logprobs", pa.list_(pa.float64())),
     ("num_prompt_tokens", pa.int32()), ("num_output_tokens", pa.int32()),
-    ("num_evaluated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
+    ("num_evaluated_tokens", pa.int32()), ("truncated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
 ])
 
 SCORES_SCHEMA = pa.schema([
@@ -126,6 +129,7 @@ def prompts_table(pairs: list[tuple[Instance, Request]]) -> pa.Table:
             "continuation": req.continuation, "choice_index": req.choice_index,
             "max_tokens": req.max_tokens, "stop": list(req.stop),
             "few_shot_ids": list(req.few_shot_ids), "trial": req.trial,
+            "calibration": req.calibration,
         }
         for k, v in row.items():
             cols[k].append(v)

@@ -9,11 +9,13 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..errors import EvaltrailError
-from . import multiple_choice_joint, multiple_choice_separate
+from . import generation, language_modeling, multiple_choice_joint, multiple_choice_separate
 
 ADAPTERS: dict[str, ModuleType] = {
+    "generation": generation,
     "multiple_choice_joint": multiple_choice_joint,
     "multiple_choice_separate": multiple_choice_separate,
+    "language_modeling": language_modeling,
 }
 
 

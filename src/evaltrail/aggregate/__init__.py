@@ -28,6 +28,8 @@ def leaderboard(summaries: dict[tuple[str, str], dict]) -> pd.DataFrame:
     rows = []
     for (s, m), summ in sorted(summaries.items()):
         for metric, st in sorted(summ["metrics"].items()):
+            if st["mean"] is None:
+                continue
             rows.append({"scenario": s, "model": m, "metric": metric,
                          "main": metric == summ["main_metric"], **{k: st[k] for k in ("mean", "ci_low", "ci_high", "n")}})
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -39,7 +41,7 @@ def _cell(row) -> str:
 
 def to_markdown(board: pd.DataFrame) -> str:
     """Main metric per scenario (columns) for each model (rows), then every metric."""
-    main = board[board["main"]]
+    main = board[board["main"].astype(bool)]
     scenarios = sorted(main["scenario"].unique())
     heads = [f"{s} ({main[main['scenario'] == s]['metric'].iloc[0]})" for s in scenarios]
     lines = ["# Leaderboard", "", "Main metric per scenario: mean [95% bootstrap CI].", "",

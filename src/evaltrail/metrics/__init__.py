@@ -5,6 +5,7 @@ Two kinds:
   max over its gold references.
 - ``choice``: over one instance's separate multiple-choice requests (a frame with columns
   choice_index, logprob, continuation, correct) -> float; applied to all instances at once.
+- ``lm``: over rolling-loglikelihood rows (one per document) -> per-document value.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class Metric:
     name: str
     """Registry key, used in scenario configs and results."""
     kind: str
-    """reference | choice."""
+    """reference | choice | lm."""
     fn: Callable
     """The computation; see the module docstring for each kind's signature."""
     higher_is_better: bool = True
@@ -50,4 +51,4 @@ def list_metrics() -> list[str]:
     return sorted(_REGISTRY)
 
 
-from . import choice, reference  # noqa: E402,F401  (modules register on import)
+from . import choice, language_modeling, reference  # noqa: E402,F401  (modules register on import)

@@ -26,6 +26,8 @@ def _call(backend, c: dict) -> dict:
         return backend.generate(c["prompt"], c["max_tokens"], c["stop"])
     if c["method"] == "loglikelihood":
         return backend.loglikelihood(c["prompt"], c["continuation"])
+    if c["method"] == "loglikelihood_rolling":
+        return backend.loglikelihood_rolling(c["prompt"])
     raise NotImplementedError(f"method {c['method']} is not supported by this backend yet")
 
 

@@ -24,11 +24,15 @@ def _log_softmax_at(rows: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, n
     return picked - lse, picked >= peak
 
 
+REVISION = 2
+"""Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""
+
+
 def identity(cfg: ModelConfig, sha256: str) -> dict:
     """What determines this backend's outputs (the model half of the cache key); no model load."""
     from llama_cpp import __version__
 
-    return {"backend": "llama_cpp", "sha256": sha256, "llama_cpp": __version__,
+    return {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": __version__,
             "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
 
 
@@ -57,10 +61,13 @@ class LlamaCppBackend:
             llm.eval(tokens[n:])
         return len(tokens) - n
 
-    def _fit(self, tokens: list[int], room: int) -> list[int]:
-        """Left-truncate so `room` more tokens fit in the context window."""
+    def _fit(self, tokens: list[int], room: int) -> tuple[list[int], int]:
+        """Left-truncate so `room` more tokens fit in the context window; return (tokens, dropped).
+
+        The left end is the instructions and the oldest in-context examples, so the instance's
+        own text survives; infer reports every truncated request."""
         keep = self.cfg.n_ctx - room
-        return tokens[-keep:] if len(tokens) > keep else tokens
+        return (tokens[-keep:], len(tokens) - keep) if len(tokens) > keep else (tokens, 0)
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
         t0 = time.perf_counter()
@@ -72,7 +79,7 @@ class LlamaCppBackend:
         if whole[: len(ctx)] != ctx:  # tokenizer merged across the boundary: score separately
             whole = ctx + self._tokens(continuation, bos=False)
         n_cont = len(whole) - len(ctx)
-        whole = self._fit(whole, 0)
+        whole, dropped = self._fit(whole, 0)
         evaluated = self._eval(whole)
         start = len(whole) - n_cont
         rows = self.llm.scores[start - 1: len(whole) - 1]
@@ -80,11 +87,33 @@ class LlamaCppBackend:
         return {"text": None, "logprob": float(lps.sum()), "is_greedy": bool(greedy.all()),
                 "token_logprobs": [float(x) for x in lps], "num_prompt_tokens": start,
                 "num_output_tokens": n_cont, "num_evaluated_tokens": evaluated,
-                "runtime_s": time.perf_counter() - t0}
+                "truncated_tokens": dropped, "runtime_s": time.perf_counter() - t0}
+
+    def loglikelihood_rolling(self, text: str) -> dict:
+        """Logprob of every token of `text`, each predicted once, in windows of the context.
+
+        Disjoint windows (lm-evaluation-harness's rolling windows with context length 1): the
+        first is conditioned on BOS, each later one on the token just before it."""
+        t0 = time.perf_counter()
+        tokens = self._tokens(text, bos=False)
+        bos = self.llm.token_bos()
+        prev = bos if bos >= 0 else self.eos
+        width = self.cfg.n_ctx - 1
+        lps: list[float] = []
+        evaluated = 0
+        for start in range(0, len(tokens), width):
+            target = tokens[start:start + width]
+            window = [prev if start == 0 else tokens[start - 1]] + target
+            evaluated += self._eval(window)
+            got, _ = _log_softmax_at(self.llm.scores[: len(target)], np.asarray(target))
+            lps += [float(x) for x in got]
+        return {"text": None, "logprob": float(sum(lps)), "is_greedy": None, "token_logprobs": lps,
+                "num_prompt_tokens": 0, "num_output_tokens": len(tokens), "num_evaluated_tokens": evaluated,
+                "truncated_tokens": 0, "runtime_s": time.perf_counter() - t0}
 
     def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
         t0 = time.perf_counter()
-        tokens = self._fit(self._tokens(prompt), max_tokens)
+        tokens, dropped = self._fit(self._tokens(prompt), max_tokens)
         n_prompt = len(tokens)
         evaluated = self._eval(tokens)
         out: list[int] = []
@@ -108,4 +137,5 @@ class LlamaCppBackend:
                 evaluated += self._eval(tokens)
         return {"text": text, "logprob": float(sum(lps)), "is_greedy": True, "token_logprobs": lps,
                 "num_prompt_tokens": n_prompt, "num_output_tokens": len(out),
-                "num_evaluated_tokens": evaluated, "runtime_s": time.perf_counter() - t0}
+                "num_evaluated_tokens": evaluated, "truncated_tokens": dropped,
+                "runtime_s": time.perf_counter() - t0}

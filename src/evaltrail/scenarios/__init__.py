@@ -55,5 +55,13 @@ def get_scenario(name: str) -> ScenarioLoader:
     return REGISTRY[name]
 
 
-# Loader modules register themselves on import.
-from . import hellaswag, mmlu  # noqa: E402,F401
+def _discover() -> None:
+    """Import every module of this package: loader modules register themselves on import."""
+    import importlib
+    import pkgutil
+
+    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        importlib.import_module(f"{__name__}.{mod}")
+
+
+_discover()

@@ -1,0 +1,28 @@
+"""Generation: the model writes the answer (greedy); every correct reference counts as gold."""
+
+from __future__ import annotations
+
+from ..config import RunConfig, ScenarioConfig
+from ..schema import Instance, Reference, make_request
+from .prompt import example, header, query
+from .sampling import eval_instances, few_shot
+
+
+def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> str:
+    shown = "".join(example(s, cfg.input_noun, cfg.output_noun) + "\n\n" for s in shots)
+    return header(cfg, inst) + shown + query(inst, cfg.input_noun, cfg.output_noun)
+
+
+def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]):
+    pairs = []
+    for inst in eval_instances(cfg, run, splits):
+        for trial in range(cfg.num_train_trials):
+            shots = few_shot(cfg, run, splits, inst, trial)
+            pairs.append((inst, make_request(inst.instance_id, trial, "generate", build_prompt(cfg, inst, shots),
+                                             max_tokens=cfg.max_tokens or 1, stop=tuple(cfg.stop),
+                                             few_shot_ids=tuple(s.instance_id for s in shots))))
+    return pairs
+
+
+def golds(references: list[Reference]) -> list[str]:
+    return [r.text for r in references if r.correct]
