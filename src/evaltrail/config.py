@@ -80,6 +80,9 @@ class ModelConfig:
     """Prompt tokens per decode call."""
     n_threads: int | None = None
     """CPU threads; None means all cores."""
+    chat_template: bool = False
+    """Wrap prompts in the chat template the GGUF carries (instruct models); the rendered text
+    is stored with each completion."""
 
 
 @dataclass(frozen=True)

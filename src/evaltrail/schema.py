@@ -107,7 +107,9 @@ COMPLETIONS_SCHEMA = pa.schema([
     ("request_id", pa.string()), ("text", pa.string()), ("logprob", pa.float64()),
     ("is_greedy", pa.bool_()), ("token_logprobs", pa.list_(pa.float64())),
     ("num_prompt_tokens", pa.int32()), ("num_output_tokens", pa.int32()),
-    ("num_evaluated_tokens", pa.int32()), ("truncated_tokens", pa.int32()), ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
+    ("num_evaluated_tokens", pa.int32()), ("truncated_tokens", pa.int32()),
+    ("rendered_prompt", pa.string()),  # the prompt as the chat template rendered it; null without one
+    ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
 ])
 
 SCORES_SCHEMA = pa.schema([

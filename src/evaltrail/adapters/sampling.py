@@ -47,19 +47,51 @@ def eval_instances(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[I
     return sample(splits[cfg.eval_split], k, run.seed, cfg.sample_group)
 
 
+def _label(inst: Instance) -> str | None:
+    """The class label of a worked example: its single correct reference's text."""
+    golds = inst.gold_indices
+    return inst.references[golds[0]].text if len(golds) == 1 else None
+
+
+def _draw(pool: list[Instance], k: int, rng: random.Random) -> list[Instance]:
+    """k examples; class-balanced (round robin over labels in seeded order) when the pool is
+    labelled, i.e. each example has one gold answer drawn from a small repeating label set
+    (yes/no, positive/negative); a plain seeded sample otherwise (e.g. MMLU's distinct answers)."""
+    labels = [_label(p) for p in pool]
+    distinct = sorted(set(labels)) if None not in labels else []
+    if not (2 <= len(distinct) <= 10 and len(distinct) * 2 <= len(pool)):
+        return rng.sample(pool, min(len(pool), k))
+    by_label = {lab: [p for p, lp in zip(pool, labels) if lp == lab] for lab in distinct}
+    rng.shuffle(distinct)
+    for lab in distinct:
+        rng.shuffle(by_label[lab])
+    drawn: list[Instance] = []
+    while len(drawn) < min(k, len(pool)):
+        for lab in distinct:
+            if by_label[lab] and len(drawn) < k:
+                drawn.append(by_label[lab].pop())
+    return drawn
+
+
+_SHOTS: dict[tuple, tuple[list[Instance], list[Instance]]] = {}
+"""Memo of drawn example sets: (train list, draw) keyed by the list's id and the draw's inputs."""
+
+
 def few_shot(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]],
              inst: Instance, trial: int) -> list[Instance]:
     """cfg.num_shots examples from the train split (same group), never `inst` itself.
 
     The draw depends only on (seed, trial, group), so every instance of a group shares one
-    example set per trial, as HELM does; the instance itself is skipped if drawn."""
+    example set per trial, as HELM does; one spare is drawn, used only where the instance
+    itself was drawn (when train and eval split are the same)."""
     if cfg.num_shots <= 0:
         return []
     if not cfg.train_split or cfg.train_split not in splits:
         raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.train_split: needed for num_shots > 0")
-    group = group_of(inst, cfg.sample_group)
-    pool = sorted((p for p in dedupe(splits[cfg.train_split]) if group_of(p, cfg.sample_group) == group),
-                  key=lambda p: p.instance_id)
-    rng = random.Random(stable_id([run.seed, trial, group]))
-    drawn = rng.sample(pool, min(len(pool), cfg.num_shots + 1))
-    return [p for p in drawn if p.instance_id != inst.instance_id][: cfg.num_shots]
+    group, train = group_of(inst, cfg.sample_group), splits[cfg.train_split]
+    key = (id(train), cfg.sample_group, group, trial, run.seed, cfg.num_shots)
+    if key not in _SHOTS or _SHOTS[key][0] is not train:  # an id can be reused once a list is freed
+        pool = sorted((p for p in dedupe(train) if group_of(p, cfg.sample_group) == group),
+                      key=lambda p: p.instance_id)
+        _SHOTS[key] = (train, _draw(pool, cfg.num_shots + 1, random.Random(stable_id([run.seed, trial, group]))))
+    return [p for p in _SHOTS[key][1] if p.instance_id != inst.instance_id][: cfg.num_shots]

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import ModelConfig
+from ..errors import EvaltrailError
 
 
 def _log_softmax_at(rows: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -32,8 +33,10 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
     """What determines this backend's outputs (the model half of the cache key); no model load."""
     from llama_cpp import __version__
 
-    return {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": __version__,
-            "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
+    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": __version__,
+             "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
+    # the template itself is inside the weights (pinned by sha256); only whether it is used varies
+    return {**ident, "chat_template": True} if cfg.chat_template else ident
 
 
 class LlamaCppBackend:
@@ -46,9 +49,28 @@ class LlamaCppBackend:
                                    n_threads=threads, n_threads_batch=threads, logits_all=True,
                                    seed=0, verbose=False)
         self.eos = self.llm.token_eos()
+        self.template = self._chat_template() if cfg.chat_template else None
 
-    def _tokens(self, text: str, bos: bool = True) -> list[int]:
-        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+    def _chat_template(self):
+        """The GGUF's own chat template, compiled in a sandbox (it is data from the weights file)."""
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        source = self.llm.metadata.get("tokenizer.chat_template")
+        if not source:
+            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.chat_template: the GGUF has no "
+                                 f"tokenizer.chat_template; set it to false")
+        return ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(source)
+
+    def render(self, prompt: str) -> str | None:
+        """The prompt as one user turn plus the assistant header; None without a chat template."""
+        if self.template is None:
+            return None
+        special = lambda tok: self.llm.detokenize([tok], special=True).decode("utf-8", errors="replace")  # noqa: E731
+        return self.template.render(messages=[{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                    bos_token=special(self.llm.token_bos()), eos_token=special(self.eos))
+
+    def _tokens(self, text: str, bos: bool = True, special: bool = False) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
     def _eval(self, tokens: list[int]) -> int:
         """Make the KV cache hold exactly `tokens` (logits for every position); return tokens evaluated."""
@@ -71,11 +93,14 @@ class LlamaCppBackend:
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
         t0 = time.perf_counter()
+        rendered = self.render(prompt)
+        special = rendered is not None  # template markup is made of special tokens
+        prompt = prompt if rendered is None else rendered
         # A context's trailing spaces belong to the continuation, as lm-evaluation-harness does.
         stripped = prompt.rstrip(" ")
         continuation = prompt[len(stripped):] + continuation
-        ctx = self._tokens(stripped)
-        whole = self._tokens(stripped + continuation)
+        ctx = self._tokens(stripped, special=special)
+        whole = self._tokens(stripped + continuation, special=special)
         if whole[: len(ctx)] != ctx:  # tokenizer merged across the boundary: score separately
             whole = ctx + self._tokens(continuation, bos=False)
         n_cont = len(whole) - len(ctx)
@@ -87,7 +112,7 @@ class LlamaCppBackend:
         return {"text": None, "logprob": float(lps.sum()), "is_greedy": bool(greedy.all()),
                 "token_logprobs": [float(x) for x in lps], "num_prompt_tokens": start,
                 "num_output_tokens": n_cont, "num_evaluated_tokens": evaluated,
-                "truncated_tokens": dropped, "runtime_s": time.perf_counter() - t0}
+                "truncated_tokens": dropped, "rendered_prompt": rendered, "runtime_s": time.perf_counter() - t0}
 
     def loglikelihood_rolling(self, text: str) -> dict:
         """Logprob of every token of `text`, each predicted once, in windows of the context.
@@ -113,7 +138,9 @@ class LlamaCppBackend:
 
     def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
         t0 = time.perf_counter()
-        tokens, dropped = self._fit(self._tokens(prompt), max_tokens)
+        rendered = self.render(prompt)
+        source = prompt if rendered is None else rendered
+        tokens, dropped = self._fit(self._tokens(source, special=rendered is not None), max_tokens)
         n_prompt = len(tokens)
         evaluated = self._eval(tokens)
         out: list[int] = []
@@ -138,4 +165,4 @@ class LlamaCppBackend:
         return {"text": text, "logprob": float(sum(lps)), "is_greedy": True, "token_logprobs": lps,
                 "num_prompt_tokens": n_prompt, "num_output_tokens": len(out),
                 "num_evaluated_tokens": evaluated, "truncated_tokens": dropped,
-                "runtime_s": time.perf_counter() - t0}
+                "rendered_prompt": rendered, "runtime_s": time.perf_counter() - t0}
