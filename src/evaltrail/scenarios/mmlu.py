@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import ScenarioConfig
-from ..errors import EvaltrailError
 from ..schema import Reference, make_instance
 from . import register
 from .arrow import read_rows
+from .subsets import chosen, selector
 
 
 def _subject_of(source: dict) -> str:
@@ -16,18 +16,10 @@ def _subject_of(source: dict) -> str:
 
 
 def _subjects(cfg: ScenarioConfig) -> list[str]:
-    available = sorted({_subject_of(s) for s in cfg.sources})
-    chosen = cfg.options.get("subjects") or []
-    bad = [s for s in chosen if s not in available]
-    if bad or not chosen:
-        raise EvaltrailError(f"params.yaml: scenario.mmlu.subjects: {'unknown subject ' + repr(bad[0]) if bad else 'empty'}; "
-                             f"valid: {', '.join(available)}")
-    return list(chosen)
+    return chosen(cfg, "subjects", _subject_of, "subject")
 
 
-def _select(cfg: ScenarioConfig) -> list[dict]:
-    wanted = set(_subjects(cfg))
-    return [s for s in cfg.sources if _subject_of(s) in wanted]
+_select = selector("subjects", _subject_of, "subject")
 
 
 @register("mmlu", options=("subjects",), select_sources=_select)

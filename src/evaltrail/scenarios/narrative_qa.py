@@ -9,42 +9,18 @@ contain the answer.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..config import ScenarioConfig
-from ..errors import EvaltrailError
 from ..schema import Reference, make_instance
 from . import register
 from .rows import convert, jsonl_rows
-
-DEFAULT_MAX_PASSAGE_CHARS = 2000
-
-
-def char_limit(cfg: ScenarioConfig, key: str, default: int) -> int | None:
-    """A positive character budget from the scenario options, or None (no truncation)."""
-    value = cfg.options.get(key, default)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{key}: {value!r} is not a positive "
-                             f"integer (or null for no truncation)")
-    return value
-
-
-def truncate(text: str, limit: int | None) -> str:
-    """At most `limit` characters, cut back to the last whitespace so no word is split."""
-    if limit is None or len(text) <= limit:
-        return text
-    m = re.match(r"(.*\S)\s", text[: limit + 1], re.DOTALL)
-    return m.group(1) if m else text[:limit]
-
-
-def cut_metadata(original: str, kept: str, key: str) -> dict:
-    return {f"{key}_chars": len(original), f"{key}_truncated": len(kept) < len(original)}
+from .text import char_limit, cut_metadata, truncate
 
 
 @register("narrative_qa", options=("max_passage_chars",))
 def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
-    limit = char_limit(cfg, "max_passage_chars", DEFAULT_MAX_PASSAGE_CHARS)
+    limit = char_limit(cfg, "max_passage_chars")
     path = raw / f"{cfg.eval_split}.jsonl"
 
     def make(row: dict):

@@ -11,15 +11,13 @@ from pathlib import Path
 from ..config import ScenarioConfig
 from ..schema import Reference, make_instance
 from . import register
-from .narrative_qa import char_limit, cut_metadata, truncate
 from .rows import convert, jsonl_rows
-
-DEFAULT_MAX_DOCUMENT_CHARS = 3000
+from .text import char_limit, cut_metadata, truncate
 
 
 @register("xsum", options=("max_document_chars",))
 def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
-    limit = char_limit(cfg, "max_document_chars", DEFAULT_MAX_DOCUMENT_CHARS)
+    limit = char_limit(cfg, "max_document_chars")
     path = raw / f"{cfg.eval_split}.jsonl"
 
     def make(row: dict):
