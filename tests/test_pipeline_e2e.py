@@ -54,8 +54,10 @@ def repo(tmp_path_factory):
         mp.setenv("EVALTRAIL_CACHE", str(repo.parent / "cache"))  # cold request cache: real inference
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{repo}/mlflow.db")
         sh(repo, "git", "init", "-q")
+        sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")  # dvc exp run commits too
+        sh(repo, "git", "config", "user.name", "evaltrail e2e")
         sh(repo, "git", "add", "-A")
-        sh(repo, "git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "copy")
+        sh(repo, "git", "commit", "-qm", "copy")
         dvc(repo, "exp", "run", "-S", "suite=smoke")
         yield repo
 

@@ -80,6 +80,9 @@ class ModelConfig:
     """Prompt tokens per decode call."""
     n_threads: int | None = None
     """CPU threads; None means all cores."""
+    prefix_reuse: bool = True
+    """Reuse the KV cache of the previous request's common token prefix; must be false for
+    sliding-window-attention models, where llama.cpp's reuse gives wrong logits."""
     chat_template: bool = False
     """Wrap prompts in the chat template the GGUF carries (instruct models); the rendered text
     is stored with each completion."""

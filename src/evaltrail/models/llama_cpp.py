@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+import llama_cpp as llama_cpp_lib
 import numpy as np
 
 from ..config import ModelConfig
@@ -36,7 +37,11 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
     ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": __version__,
              "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
     # the template itself is inside the weights (pinned by sha256); only whether it is used varies
-    return {**ident, "chat_template": True} if cfg.chat_template else ident
+    if cfg.chat_template:
+        ident["chat_template"] = True
+    if not cfg.prefix_reuse:
+        ident["prefix_reuse"] = False
+    return ident
 
 
 class LlamaCppBackend:
@@ -49,6 +54,13 @@ class LlamaCppBackend:
                                    n_threads=threads, n_threads_batch=threads, logits_all=True,
                                    seed=0, verbose=False)
         self.eos = self.llm.token_eos()
+        window = {k: v for k, v in self.llm.metadata.items() if k.endswith(".attention.sliding_window")}
+        if window and cfg.prefix_reuse:
+            # Measured on Gemma 3 (sliding window 512): after a partial KV removal, 35 of 120
+            # HellaSwag logprobs differed from a fresh evaluation by up to 0.2 nats.
+            raise EvaltrailError(f"params.yaml: model.{cfg.name}.prefix_reuse: the GGUF uses sliding-window "
+                                 f"attention ({', '.join(f'{k}={v}' for k, v in window.items())}), where llama.cpp's "
+                                 f"KV-prefix reuse gives wrong logits; set it to false")
         self.template = self._chat_template() if cfg.chat_template else None
 
     def _chat_template(self):
@@ -75,6 +87,9 @@ class LlamaCppBackend:
     def _eval(self, tokens: list[int]) -> int:
         """Make the KV cache hold exactly `tokens` (logits for every position); return tokens evaluated."""
         llm = self.llm
+        if not self.cfg.prefix_reuse and not self._extends(tokens):
+            llm.reset()
+            llama_cpp_lib.llama_memory_clear(llama_cpp_lib.llama_get_memory(llm._ctx.ctx), True)
         limit = min(llm.n_tokens, len(tokens))
         differ = np.nonzero(llm.input_ids[:limit] != np.asarray(tokens[:limit]))[0]
         n = int(differ[0]) if differ.size else limit
@@ -82,6 +97,12 @@ class LlamaCppBackend:
         if n < len(tokens):
             llm.eval(tokens[n:])
         return len(tokens) - n
+
+    def _extends(self, tokens: list[int]) -> bool:
+        """Whether `tokens` continues exactly what the KV cache holds (no removal needed: the
+        one reuse that stays correct without prefix_reuse, e.g. a generation step)."""
+        n = self.llm.n_tokens
+        return 0 < n <= len(tokens) and bool(np.array_equal(self.llm.input_ids[:n], np.asarray(tokens[:n])))
 
     def _fit(self, tokens: list[int], room: int) -> tuple[list[int], int]:
         """Left-truncate so `room` more tokens fit in the context window; return (tokens, dropped).
