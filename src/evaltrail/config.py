@@ -81,8 +81,8 @@ class ModelConfig:
     n_threads: int | None = None
     """CPU threads; None means all cores."""
     prefix_reuse: bool = True
-    """Reuse the KV cache of the previous request's common token prefix; must be false for
-    sliding-window-attention models, where llama.cpp's reuse gives wrong logits."""
+    """Reuse the KV cache of a shared, grid-aligned token prefix (bit-identical results); false
+    evaluates every prompt from scratch."""
     chat_template: bool = False
     """Wrap prompts in the chat template the GGUF carries (instruct models); the rendered text
     is stored with each completion."""

@@ -1,7 +1,10 @@
 """Embedded llama.cpp backend: greedy generation and continuation loglikelihoods from one KV cache.
 
 Consecutive requests reuse the longest common token prefix already in the KV cache (requests are
-sorted by prompt, so few-shot headers and shared contexts are evaluated once).
+sorted by prompt, so few-shot headers and shared contexts are evaluated once), and logits are
+computed only at the positions a score reads: the last prompt token for generation, the
+continuation for loglikelihoods. (Gemma's 262k-token vocabulary makes the output layer larger
+than the rest of the model, so logits everywhere would multiply its cost.)
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ def _log_softmax_at(rows: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, n
     return picked - lse, picked >= peak
 
 
-REVISION = 2
+REVISION = 3
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""
+
+GRID = 128
+"""Reusable KV prefixes are whole chunks of this many tokens (at most n_batch), one batch each."""
 
 
 def identity(cfg: ModelConfig, sha256: str) -> dict:
@@ -51,16 +57,12 @@ class LlamaCppBackend:
         self.cfg, self.sha256 = cfg, sha256
         threads = cfg.n_threads or os.cpu_count() or 1
         self.llm = llama_cpp.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
-                                   n_threads=threads, n_threads_batch=threads, logits_all=True,
+                                   n_threads=threads, n_threads_batch=threads, logits_all=False,
                                    seed=0, verbose=False)
+        self.n_vocab = self.llm.n_vocab()
+        self.grid = min(GRID, cfg.n_batch)
+        self._grid_valid = 0  # KV positions [0, this) were decoded in whole grid chunks
         self.eos = self.llm.token_eos()
-        window = {k: v for k, v in self.llm.metadata.items() if k.endswith(".attention.sliding_window")}
-        if window and cfg.prefix_reuse:
-            # Measured on Gemma 3 (sliding window 512): after a partial KV removal, 35 of 120
-            # HellaSwag logprobs differed from a fresh evaluation by up to 0.2 nats.
-            raise EvaltrailError(f"params.yaml: model.{cfg.name}.prefix_reuse: the GGUF uses sliding-window "
-                                 f"attention ({', '.join(f'{k}={v}' for k, v in window.items())}), where llama.cpp's "
-                                 f"KV-prefix reuse gives wrong logits; set it to false")
         self.template = self._chat_template() if cfg.chat_template else None
 
     def _chat_template(self):
@@ -84,25 +86,70 @@ class LlamaCppBackend:
     def _tokens(self, text: str, bos: bool = True, special: bool = False) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
-    def _eval(self, tokens: list[int]) -> int:
-        """Make the KV cache hold exactly `tokens` (logits for every position); return tokens evaluated."""
-        llm = self.llm
-        if not self.cfg.prefix_reuse and not self._extends(tokens):
-            llm.reset()
-            llama_cpp_lib.llama_memory_clear(llama_cpp_lib.llama_get_memory(llm._ctx.ctx), True)
-        limit = min(llm.n_tokens, len(tokens))
-        differ = np.nonzero(llm.input_ids[:limit] != np.asarray(tokens[:limit]))[0]
-        n = int(differ[0]) if differ.size else limit
-        llm.n_tokens = n  # eval() drops the KV entries past n before decoding the rest
-        if n < len(tokens):
-            llm.eval(tokens[n:])
-        return len(tokens) - n
+    def _forward(self, tokens: list[int], first_row: int, continuing: bool = False):
+        """Make the KV cache hold `tokens`; return (tokens evaluated, blocks of logits rows for
+        positions first_row..len-1 in order). Each block is a view of llama.cpp's buffer: use it
+        before asking for the next.
 
-    def _extends(self, tokens: list[int]) -> bool:
-        """Whether `tokens` continues exactly what the KV cache holds (no removal needed: the
-        one reuse that stays correct without prefix_reuse, e.g. a generation step)."""
-        n = self.llm.n_tokens
-        return 0 < n <= len(tokens) and bool(np.array_equal(self.llm.input_ids[:n], np.asarray(tokens[:n])))
+        llama.cpp's numerics depend on how tokens are batched (a 1-token batch takes another
+        kernel than a long one). So that a request's logprobs never depend on which requests ran
+        before it, tokens before `first_row` are always decoded in chunks on a fixed grid of
+        GRID positions, and only whole grid chunks decoded that way are reused. `continuing`
+        (a generation step: the KV holds exactly tokens[:-1]) decodes just the new token."""
+        llm = self.llm
+        if continuing:
+            n = llm.n_tokens
+        elif self.cfg.prefix_reuse:
+            limit = min(self._grid_valid, len(tokens))
+            differ = np.nonzero(llm.input_ids[:limit] != np.asarray(tokens[:limit]))[0]
+            n = (min(int(differ[0]) if differ.size else limit, first_row) // self.grid) * self.grid
+        else:
+            n = 0
+        if n == 0:
+            llama_cpp_lib.llama_memory_clear(llama_cpp_lib.llama_get_memory(llm._ctx.ctx), True)
+        else:
+            llm._ctx.kv_cache_seq_rm(-1, n, -1)
+        llm.n_tokens = n
+        self._grid_valid = min(self._grid_valid, n) if n else 0
+        return len(tokens) - n, self._decode(tokens, n, first_row)
+
+    def _decode(self, tokens: list[int], start: int, first_row: int):
+        llm = self.llm
+        bounds = list(range(start, first_row, self.grid)) + [first_row]
+        spans = [(a, b, False) for a, b in zip(bounds, bounds[1:]) if b > a]
+        spans += [(s, min(len(tokens), s + self.cfg.n_batch), True) for s in range(first_row, len(tokens), self.cfg.n_batch)]
+        for lo, hi, want in spans:
+            chunk = tokens[lo:hi]
+            llm._batch.set_batch(batch=chunk, n_past=lo, logits_all=want)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[lo:hi] = chunk
+            llm.n_tokens = hi
+            if not want and hi - lo == self.grid and lo == self._grid_valid:
+                self._grid_valid = hi  # a whole grid chunk on top of grid-decoded ones: reusable
+            if want:
+                yield np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(chunk), self.n_vocab))
+
+    def _score(self, tokens: list[int], first_row: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Logprobs (and greedy flags) of tokens[first_row+1:], each given everything before it."""
+        evaluated, blocks = self._forward(tokens, first_row)
+        targets = np.asarray(tokens[first_row + 1:])
+        lps, greedy, done = [], [], 0
+        for rows in blocks:
+            rows = rows[: len(targets) - done]  # the last position predicts nothing
+            if len(rows):
+                lp, g = _log_softmax_at(rows, targets[done:done + len(rows)])
+                lps.append(lp)
+                greedy.append(g)
+                done += len(rows)
+        return np.concatenate(lps) if lps else np.zeros(0), np.concatenate(greedy) if greedy else np.zeros(0, bool), evaluated
+
+    def _next_row(self, tokens: list[int], continuing: bool = False) -> tuple[np.ndarray, int]:
+        """Logits predicting the token after `tokens` (a copy), and tokens evaluated."""
+        evaluated, blocks = self._forward(tokens, len(tokens) - 1, continuing)
+        row = None
+        for rows in blocks:
+            row = rows[-1].copy()
+        return row, evaluated
 
     def _fit(self, tokens: list[int], room: int) -> tuple[list[int], int]:
         """Left-truncate so `room` more tokens fit in the context window; return (tokens, dropped).
@@ -126,10 +173,8 @@ class LlamaCppBackend:
             whole = ctx + self._tokens(continuation, bos=False)
         n_cont = len(whole) - len(ctx)
         whole, dropped = self._fit(whole, 0)
-        evaluated = self._eval(whole)
         start = len(whole) - n_cont
-        rows = self.llm.scores[start - 1: len(whole) - 1]
-        lps, greedy = _log_softmax_at(rows, np.asarray(whole[start:]))
+        lps, greedy, evaluated = self._score(whole, start - 1)
         return {"text": None, "logprob": float(lps.sum()), "is_greedy": bool(greedy.all()),
                 "token_logprobs": [float(x) for x in lps], "num_prompt_tokens": start,
                 "num_output_tokens": n_cont, "num_evaluated_tokens": evaluated,
@@ -150,8 +195,8 @@ class LlamaCppBackend:
         for start in range(0, len(tokens), width):
             target = tokens[start:start + width]
             window = [prev if start == 0 else tokens[start - 1]] + target
-            evaluated += self._eval(window)
-            got, _ = _log_softmax_at(self.llm.scores[: len(target)], np.asarray(target))
+            got, _, n = self._score(window, 0)
+            evaluated += n
             lps += [float(x) for x in got]
         return {"text": None, "logprob": float(sum(lps)), "is_greedy": None, "token_logprobs": lps,
                 "num_prompt_tokens": 0, "num_output_tokens": len(tokens), "num_evaluated_tokens": evaluated,
@@ -163,14 +208,13 @@ class LlamaCppBackend:
         source = prompt if rendered is None else rendered
         tokens, dropped = self._fit(self._tokens(source, special=rendered is not None), max_tokens)
         n_prompt = len(tokens)
-        evaluated = self._eval(tokens)
+        row, evaluated = self._next_row(tokens)
         out: list[int] = []
         lps: list[float] = []
         text = ""
         for _ in range(max_tokens):
-            row = self.llm.scores[len(tokens) - 1][None, :]
-            tok = int(np.argmax(row[0]))
-            lp, _ = _log_softmax_at(row, np.asarray([tok]))
+            tok = int(np.argmax(row))
+            lp, _ = _log_softmax_at(row[None, :], np.asarray([tok]))
             if tok == self.eos:
                 break
             out.append(tok)
@@ -182,7 +226,8 @@ class LlamaCppBackend:
                 break
             if len(out) < max_tokens:
                 tokens = tokens + [tok]
-                evaluated += self._eval(tokens)
+                row, n = self._next_row(tokens, continuing=True)
+                evaluated += n
         return {"text": text, "logprob": float(sum(lps)), "is_greedy": True, "token_logprobs": lps,
                 "num_prompt_tokens": n_prompt, "num_output_tokens": len(out),
                 "num_evaluated_tokens": evaluated, "truncated_tokens": dropped,
