@@ -29,7 +29,7 @@ def _log_softmax_at(rows: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, n
     return picked - lse, picked >= peak
 
 
-REVISION = 3
+REVISION = 4
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""
 
 GRID = 128
@@ -93,8 +93,8 @@ class LlamaCppBackend:
 
         llama.cpp's numerics depend on how tokens are batched (a 1-token batch takes another
         kernel than a long one). So that a request's logprobs never depend on which requests ran
-        before it, tokens before `first_row` are always decoded in chunks on a fixed grid of
-        GRID positions, and only whole grid chunks decoded that way are reused. `continuing`
+        before it, tokens are always decoded in chunks on a fixed grid of `grid` positions, and
+        only whole grid chunks are reused. `continuing`
         (a generation step: the KV holds exactly tokens[:-1]) decodes just the new token."""
         llm = self.llm
         if continuing:
@@ -114,20 +114,23 @@ class LlamaCppBackend:
         return len(tokens) - n, self._decode(tokens, n, first_row)
 
     def _decode(self, tokens: list[int], start: int, first_row: int):
-        llm = self.llm
-        bounds = list(range(start, first_row, self.grid)) + [first_row]
-        spans = [(a, b, False) for a, b in zip(bounds, bounds[1:]) if b > a]
-        spans += [(s, min(len(tokens), s + self.cfg.n_batch), True) for s in range(first_row, len(tokens), self.cfg.n_batch)]
-        for lo, hi, want in spans:
+        """Decode tokens[start:] in grid chunks (the last one partial), asking for logits only at
+        positions >= first_row; a chunk's hidden states do not depend on which rows give logits."""
+        llm, batch = self.llm, self.llm._batch
+        for lo in range(start, len(tokens), self.grid):
+            hi = min(len(tokens), lo + self.grid)
             chunk = tokens[lo:hi]
-            llm._batch.set_batch(batch=chunk, n_past=lo, logits_all=want)
-            llm._ctx.decode(llm._batch)
+            batch.set_batch(batch=chunk, n_past=lo, logits_all=False)
+            for i in range(len(chunk)):
+                batch.batch.logits[i] = lo + i >= first_row
+            llm._ctx.decode(batch)
             llm.input_ids[lo:hi] = chunk
             llm.n_tokens = hi
-            if not want and hi - lo == self.grid and lo == self._grid_valid:
+            if hi - lo == self.grid and lo == self._grid_valid:
                 self._grid_valid = hi  # a whole grid chunk on top of grid-decoded ones: reusable
-            if want:
-                yield np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(chunk), self.n_vocab))
+            rows = hi - max(lo, first_row)
+            if rows > 0:
+                yield np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(rows, self.n_vocab))
 
     def _score(self, tokens: list[int], first_row: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Logprobs (and greedy flags) of tokens[first_row+1:], each given everything before it."""
