@@ -43,16 +43,14 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
     done = cache.get_many(sorted(set(keys)))
     todo = sorted({k: c for k, c in zip(keys, contents) if k not in done}.items(),
                   key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]))
-    fresh: set[str] = set()
     if todo:
         backend = load()
         for key, content in tqdm(todo, desc=desc, unit="req", mininterval=1.0):
             done[key] = _call(backend, content)
             cache.put(key, done[key])
-            fresh.add(key)
     rows = []
     for rid, key in zip(prompts["request_id"], keys):
         c = done[key]
         rows.append({"request_id": rid, **{k: c[k] for k in COMPLETIONS_SCHEMA.names if k in c},
                      "model_sha256": identity["sha256"]})
-    return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA), len(fresh)
+    return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA), len(todo)

@@ -38,9 +38,7 @@ GRID = 16
 
 def identity(cfg: ModelConfig, sha256: str) -> dict:
     """What determines this backend's outputs (the model half of the cache key); no model load."""
-    from llama_cpp import __version__
-
-    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": __version__,
+    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": llama_cpp_lib.__version__,
              "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
     # the template itself is inside the weights (pinned by sha256); only whether it is used varies
     if cfg.chat_template:
@@ -52,13 +50,11 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
 
 class LlamaCppBackend:
     def __init__(self, cfg: ModelConfig, weights: Path, sha256: str):
-        import llama_cpp
-
         self.cfg, self.sha256 = cfg, sha256
         threads = cfg.n_threads or os.cpu_count() or 1
-        self.llm = llama_cpp.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
-                                   n_threads=threads, n_threads_batch=threads, logits_all=False,
-                                   seed=0, verbose=False)
+        self.llm = llama_cpp_lib.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
+                                       n_threads=threads, n_threads_batch=threads, logits_all=False,
+                                       seed=0, verbose=False)
         self.n_vocab = self.llm.n_vocab()
         self.grid = min(GRID, cfg.n_batch)
         self._grid_valid = 0  # KV positions [0, this) were decoded in whole grid chunks
