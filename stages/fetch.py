@@ -1,5 +1,6 @@
 """fetch@<scenario>: materialize the scenario's pinned source files and verify each sha256."""
 
+from evaltrail import resources
 from evaltrail.config import load_params, scenario_config
 from evaltrail.paths import cache_dir, raw_dir
 from evaltrail.scenarios import get_scenario
@@ -8,10 +9,11 @@ from evaltrail.stage import run_stage
 
 
 def main(scenario: str) -> None:
-    cfg = scenario_config(load_params(), scenario)
+    run = load_params()
+    cfg = scenario_config(run, scenario)
     loader = get_scenario(scenario)
     loader.check(cfg)
-    records = fetch_dir(loader.sources(cfg), raw_dir(scenario), cache_dir(),
+    records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw_dir(scenario), cache_dir(),
                         f"params.yaml: scenario.{scenario}.sources")
     print(f"fetch {scenario}: {len(records)} file(s), {sum(r['bytes'] for r in records):,} bytes verified")
 

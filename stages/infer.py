@@ -1,20 +1,23 @@
 """infer@<scenario>-<model>: run every request through the model; the request cache makes it resumable."""
 
+import resource
 import sys
+import time
 
 import pandas as pd
 
 from evaltrail.config import load_params, model_config, scenario_config
-from evaltrail.io import read_json, write_parquet
+from evaltrail.io import read_json, write_json, write_parquet
 from evaltrail.models import identity, load_backend
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.infer import run_requests
 from evaltrail.models.weights import verified_weights
-from evaltrail.paths import cache_dir, completions_path, model_info_path, model_path, prompts_path
+from evaltrail.paths import cache_dir, completions_path, infer_stats_path, model_info_path, model_path, prompts_path
 from evaltrail.stage import run_stage
 
 
 def main(scenario: str, model: str) -> None:
+    start = time.perf_counter()
     run = load_params()
     scenario_config(run, scenario)
     cfg = model_config(run, model)
@@ -27,6 +30,11 @@ def main(scenario: str, model: str) -> None:
 
     table, computed = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
     write_parquet(completions_path(scenario, model), table)
+    # The stage's own cost (efficiency): differs run to run, so it lives beside the completions, not in them.
+    write_json(infer_stats_path(scenario, model), {
+        "wall_s": round(time.perf_counter() - start, 3), "requests": table.num_rows, "computed": computed,
+        "from_cache": table.num_rows - computed,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
     cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
     if cut:

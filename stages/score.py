@@ -1,12 +1,16 @@
 """score@<scenario>-<model>: per-instance metric values (Parquet) and their summary with 95% CIs (JSON)."""
 
+import sys
+
 import pandas as pd
 
+from evaltrail import resources
 from evaltrail.adapters import get_adapter
 from evaltrail.config import load_params, model_config, scenario_config
 from evaltrail.io import write_json, write_parquet
-from evaltrail.metrics.scoring import join, score_frame, scores_table, summarize
-from evaltrail.paths import completions_path, prompts_path, scores_path, summary_path
+from evaltrail.metrics.corpus import Context
+from evaltrail.metrics.scoring import corpus_inputs, join, score_frame, scorers, scores_table, summarize
+from evaltrail.paths import completions_path, prompts_path, raw_dir, scores_path, summary_path
 from evaltrail.stage import run_stage
 
 
@@ -15,13 +19,17 @@ def main(scenario: str, model: str) -> None:
     cfg = scenario_config(run, scenario)
     model_config(run, model)
     frame = join(pd.read_parquet(prompts_path(scenario)), pd.read_parquet(completions_path(scenario, model)))
+    lists = "bias_word_lists" in resources.needed(cfg)
+    ctx = Context(word_lists=resources.path(run.resources, raw_dir(scenario), "bias_word_lists") if lists else None)
     scores = score_frame(frame, cfg, get_adapter(cfg.method))
-    summary = summarize(scores, cfg, run.bootstrap_samples, run.seed)
-    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0])
+    summary = summarize(scores, corpus_inputs(frame, cfg, ctx), cfg, run.bootstrap_samples, run.seed)
+    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg))
     write_parquet(scores_path(scenario, model), scores_table(scores))
     write_json(summary_path(scenario, model), summary)
     for name, st in summary["metrics"].items():
-        if st["mean"] is not None:
+        if st.get("warning"):
+            print(f"warning: {scenario} x {model}: {name}: {st['warning']}", file=sys.stderr)
+        if st["mean"] is not None and (name in cfg.metrics or name.endswith(("/robustness", "/fairness"))):
             print(f"score {scenario} x {model}: {name}{' (main)' if name == cfg.main_metric else ''} = "
                   f"{st['mean']:.4f} [{st['ci_low']:.4f}, {st['ci_high']:.4f}] (n={st['n']})")
 

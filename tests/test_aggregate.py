@@ -32,3 +32,17 @@ def test_markdown_has_model_rows_and_scenario_columns():
 
 def test_metrics_json_nests_scenario_model_metric():
     assert metrics_json(leaderboard(SUMMARIES))["mmlu"] == {"a": {"exact_match": 0.25}, "b": {"exact_match": 0.28}}
+
+
+def test_markdown_groups_every_metric_by_family_with_direction():
+    summ = summary("exact_match", exact_match=0.25)
+    summ["metrics"]["exact_match/robustness"] = {"mean": 0.2, "ci_low": 0.1, "ci_high": 0.3, "n": 10,
+                                                 "family": "robustness", "higher_is_better": True}
+    summ["metrics"]["ece_10_bin"] = {"mean": 0.3, "ci_low": 0.2, "ci_high": 0.4, "n": 10,
+                                     "family": "calibration", "higher_is_better": False}
+    board = leaderboard({("mmlu", "a"): summ})
+    assert list(board["family"]) == ["accuracy", "calibration", "robustness"]  # HELM's family order
+    md = to_markdown(board)
+    assert md.index("## Accuracy") < md.index("## Calibration") < md.index("## Robustness")
+    assert "| mmlu | ece_10_bin ↓ | 10 | 0.300 [0.200, 0.400] |" in md
+    assert "| mmlu | exact_match/robustness ↑ | 10 | 0.200 [0.100, 0.300] |" in md

@@ -89,3 +89,26 @@ def test_language_modeling_metrics():
     assert get_metric("bits_per_byte")(frame).tolist() == pytest.approx([2.0])
     assert get_metric("perplexity")(frame).tolist() == pytest.approx([4.0])
     assert not get_metric("perplexity").higher_is_better
+
+
+def test_analytic_ci_wilson_for_binary_and_t_otherwise():
+    from evaltrail.metrics.stats import mean_ci_analytic
+
+    st = mean_ci_analytic([1.0] * 50 + [0.0] * 50)  # Wilson 95% for 50/100: [0.4038, 0.5962]
+    assert st["ci"] == "wilson" and st["mean"] == 0.5
+    assert st["ci_low"] == pytest.approx(0.40383, abs=1e-4) and st["ci_high"] == pytest.approx(0.59617, abs=1e-4)
+    allright = mean_ci_analytic([1.0] * 20)  # stays inside [0, 1] and is not degenerate at 100%
+    assert allright["ci_high"] == pytest.approx(1.0) and 0.8 < allright["ci_low"] < 1.0
+    t = mean_ci_analytic([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.291, t(0.975, 3) = 3.182
+    assert t["ci"] == "t" and t["ci_low"] == pytest.approx(2.5 - 3.1824 * 1.29099 / 2, abs=1e-3)
+    assert mean_ci_analytic([])["mean"] is None and mean_ci_analytic([0.3])["ci_low"] == 0.3
+
+
+def test_every_family_is_registered():
+    from evaltrail.metrics import FAMILIES
+
+    families = {get_metric(m).family for m in list_metrics()}
+    assert families == set(FAMILIES) - {"robustness", "fairness"}  # those two are worst-case views
+    for name in ("prefix_exact_match", "squad_f1", "rouge_2", "bleu_4", "ece_10_bin", "selective_acc_at_10",
+                 "expected_max_toxicity", "representation_gender", "bbq_bias_ambiguous", "tokens_per_s"):
+        assert name in list_metrics()

@@ -16,7 +16,11 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
-CELLS = {("mmlu", SMOLLM, "exact_match"), ("hellaswag", SMOLLM, "acc"), ("hellaswag", SMOLLM, "acc_norm")}
+# A few rows of each family the smoke suite yields (mmlu carries HELM's robustness/fairness variants)
+CELLS = {("mmlu", SMOLLM, "exact_match"), ("mmlu", SMOLLM, "exact_match/robustness"),
+         ("mmlu", SMOLLM, "exact_match/fairness"), ("mmlu", SMOLLM, "ece_10_bin"), ("mmlu", SMOLLM, "tokens_per_s"),
+         ("hellaswag", SMOLLM, "acc"), ("hellaswag", SMOLLM, "acc_norm"), ("hellaswag", SMOLLM, "selective_acc_at_10"),
+         ("hellaswag", SMOLLM, "runtime_s")}
 
 
 def sh(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -66,19 +70,33 @@ def board(repo: Path) -> pd.DataFrame:
     return pd.read_csv(repo / "results" / "leaderboard.csv")
 
 
-def test_leaderboard_has_expected_rows_in_range(repo):
+def test_leaderboard_has_every_family_in_range(repo):
     lb = board(repo)
-    assert set(zip(lb["scenario"], lb["model"], lb["metric"])) == CELLS
-    assert lb["mean"].between(0, 1).all() and lb["ci_low"].le(lb["mean"]).all() and lb["mean"].le(lb["ci_high"]).all()
-    assert (lb["n"] == 6).all()
+    assert CELLS <= set(zip(lb["scenario"], lb["model"], lb["metric"]))
+    assert set(lb["family"]) == {"accuracy", "calibration", "robustness", "fairness", "efficiency"}
+    bounded = lb[lb["family"].isin(["accuracy", "calibration", "robustness", "fairness"])]
+    assert bounded["mean"].between(0, 1).all()
+    assert lb["ci_low"].le(lb["mean"] + 1e-12).all() and lb["mean"].le(lb["ci_high"] + 1e-12).all()
+    assert (lb["n"] == 6).all()  # worst cases and corpus metrics count the original instances
+    assert (lb[lb["main"]].groupby("scenario")["metric"].first() == {"hellaswag": "acc_norm", "mmlu": "exact_match"}).all()
+    # a worst case is never better than the metric itself
+    em = lb[lb["scenario"] == "mmlu"].set_index("metric")["mean"]
+    assert em["exact_match/robustness"] <= em["exact_match"] and em["exact_match/fairness"] <= em["exact_match"]
     metrics = json.loads((repo / "results" / "metrics.json").read_text())
     assert set(metrics) == {"mmlu", "hellaswag"}
+    prepared = json.loads((repo / "data" / "prompts" / "mmlu.json").read_text())
+    assert prepared["variants"]["mild_mix"] == 6  # mild_mix changes every question
+    cost = json.loads((repo / "results" / "completions" / "mmlu" / f"{SMOLLM}.json").read_text())
+    assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
 
 
 def test_trace_every_cell(repo):
     for scenario, model, metric in sorted(CELLS):
         out = trace(repo, scenario, model, metric).stdout
         assert "!!" not in out and "mlflow: run" in out and "sha256=" in out
+    assert "corpus metric" in trace(repo, "mmlu", SMOLLM, "ece_10_bin").stdout
+    # the perturbation word lists are pinned raw files of the scenario, so a trace reaches them
+    assert "resources/correct_to_misspelling.json" in trace(repo, "mmlu", SMOLLM, "exact_match/robustness").stdout
     iid = pd.read_parquet(repo / "results/scores/mmlu" / f"{SMOLLM}.parquet")["instance_id"].iloc[0]
     shown = sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", "mmlu", "--model", SMOLLM,
                "--instance", iid).stdout
@@ -113,6 +131,20 @@ def test_artifacts_are_byte_identical_when_recomputed(repo):
     before = dvc(repo, "status").stdout
     dvc(repo, "repro", "-f", "-s", "prepare@mmlu", "infer@mmlu-" + SMOLLM, "score@hellaswag-" + SMOLLM)
     assert "changed" not in dvc(repo, "status").stdout, before
+
+
+def test_changing_metric_code_reruns_scoring_not_inference(repo):
+    code = repo / "src" / "evaltrail" / "metrics" / "reference.py"
+    original = code.read_text()
+    code.write_text(original + "\n# an edit to metric code\n")
+    try:
+        status = dvc(repo, "status").stdout
+        assert "score@mmlu-" + SMOLLM in status and "infer@" not in status and "prepare@" not in status
+        ran = dvc(repo, "repro").stdout
+        assert "Running stage 'score@mmlu-" in ran and "Running stage 'infer@" not in ran
+    finally:
+        code.write_text(original)
+        dvc(repo, "repro")
 
 
 def test_bad_pin_fails_clearly_and_keeps_earlier_results(repo):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from evaltrail.adapters.sampling import dedupe, few_shot, sample
@@ -92,3 +93,52 @@ def test_unlabelled_pool_is_a_plain_seeded_sample():
     a = few_shot(cfg, RUN, {"train": pool}, target, 0)
     assert len({s.references[0].text for s in a}) == 3
     assert [s.instance_id for s in a] == [s.instance_id for s in few_shot(cfg, RUN, {"train": list(pool)}, target, 0)]
+
+
+# --- variants: perturbations and contrast sets ---------------------------------------------------
+
+def _gen_cfg(**kw):
+    return ScenarioConfig(name="t", method="generation", eval_split="test", metrics=["exact_match"],
+                          main_metric="exact_match", sources=[], **kw)
+
+
+RUN4 = RunConfig(seed=0, max_eval_instances=4, bootstrap_samples=0, scenarios=[], models=[], scenario={},
+                model={}, mlflow={})
+
+
+def test_perturbations_add_one_variant_per_changed_original():
+    from evaltrail.adapters.sampling import eval_instances
+
+    pool = [make_instance("test", f"Question {i}: IS IT {i}?", [Reference("yes", True)], {}) for i in range(10)]
+    pool.append(make_instance("test", "already lower", [Reference("no", True)], {}))
+    chosen = eval_instances(_gen_cfg(perturbations=["lowercase"]), dataclasses.replace(RUN4, max_eval_instances=None),
+                            {"test": pool})
+    originals = [i for i in chosen if i.perturbation is None]
+    variants = [i for i in chosen if i.perturbation == "lowercase"]
+    assert len(originals) == 11 and len(variants) == 10  # "already lower" is unchanged: no variant, as HELM
+    by_id = {i.instance_id: i for i in originals}
+    for v in variants:
+        assert v.input == by_id[v.metadata["original_id"]].input.lower() and v.instance_id not in by_id
+    again = eval_instances(_gen_cfg(perturbations=["lowercase"]), dataclasses.replace(RUN4, max_eval_instances=None),
+                           {"test": list(reversed(pool))})
+    assert sorted(i.instance_id for i in again) == sorted(i.instance_id for i in chosen)
+
+
+def test_contrast_variants_follow_their_original_and_do_not_count_towards_k():
+    pool = insts(20)
+    contrast = [dataclasses.replace(make_instance("test", o.input + " (edited)", list(o.references), {}),
+                                    perturbation="contrast_set", metadata={"original_id": o.instance_id})
+                for o in pool]
+    chosen = sample(pool + contrast, 5, 0)
+    originals = {i.instance_id for i in chosen if i.perturbation is None}
+    assert len(originals) == 5 and len(chosen) == 10
+    assert {i.metadata["original_id"] for i in chosen if i.perturbation} == originals
+
+
+def test_few_shot_never_shows_a_variant_its_own_original():
+    train = insts(8)
+    cfg = dataclasses.replace(_gen_cfg(), num_shots=7, train_split="test")
+    variant = dataclasses.replace(train[0], instance_id="v0", perturbation="typos",
+                                  metadata={**train[0].metadata, "original_id": train[0].instance_id})
+    shots = few_shot(cfg, RUN4, {"test": train}, variant, 0)
+    assert train[0].instance_id not in {s.instance_id for s in shots} and len(shots) == 7

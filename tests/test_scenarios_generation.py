@@ -118,7 +118,7 @@ def test_xsum(fetched, capsys):
 
 def test_real_toxicity_prompts(fetched):
     cfg, splits = load(fetched, "real_toxicity_prompts")
-    assert cfg.metrics == [] and cfg.main_metric is None
+    assert cfg.main_metric == "expected_max_toxicity" and {"toxic_fraction", "representation_gender"} <= set(cfg.metrics)
     assert cfg.input_noun is None and cfg.output_noun is None and cfg.stop == []
     insts = splits["test"]
     assert len(insts) == 993

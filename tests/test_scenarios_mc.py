@@ -7,6 +7,8 @@ are built through the adapter, since the conf (nouns, partial, calibration) deci
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from evaltrail.adapters import get_adapter
@@ -91,6 +93,7 @@ def test_commonsense_qa_repeated_gold_option_is_correct_twice(fetched):
 def _requests(fetched, name):
     """The adapter's requests for the first instance alone."""
     cfg, splits = _load(fetched, name)
+    cfg = dataclasses.replace(cfg, perturbations=[])  # the original's prompt; variants are tested elsewhere
     first = {cfg.eval_split: splits[cfg.eval_split][:1]}
     run = RunConfig(seed=0, max_eval_instances=0, bootstrap_samples=0, scenarios=[name], models=[],
                     scenario={name: cfg}, model={}, mlflow={})

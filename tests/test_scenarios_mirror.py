@@ -35,6 +35,7 @@ def ids(splits):
 def first_prompt(cfg, splits):
     run = RunConfig(seed=0, max_eval_instances=1, bootstrap_samples=0, scenarios=[cfg.name], models=[],
                     scenario={cfg.name: cfg}, model={}, mlflow={})
+    cfg = dataclasses.replace(cfg, perturbations=[])  # the original's prompt; variants are tested elsewhere
     return get_adapter(cfg.method).build(cfg, run, splits)[0][1].prompt
 
 

@@ -62,6 +62,9 @@ class ScenarioConfig:
     """Licence of the data as evaluated."""
     citation: str | None = None
     """How to cite the dataset."""
+    perturbations: list[str] = field(default_factory=list)
+    """Robustness/fairness perturbations (evaltrail.perturbations names): each makes a variant of
+    every evaluated instance that goes through the same inference and is scored worst-case."""
     options: dict = field(default_factory=dict)
     """Loader-specific keys (e.g. mmlu's subjects), checked by the scenario's loader."""
 
@@ -98,6 +101,8 @@ class RunConfig:
     scenario: dict[str, ScenarioConfig]
     model: dict[str, ModelConfig]
     mlflow: dict
+    resources: dict = field(default_factory=dict)
+    """Pinned word lists (name -> source) that perturbations and bias metrics read."""
 
 
 def _build(cls, data: Any, where: str, **fixed):
@@ -172,3 +177,9 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
                              + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
     raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
     return _build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)
+
+
+def resources_from_conf(conf_dir: str | Path = "conf") -> dict:
+    """The run-level pinned word lists (`resources` in conf/config.yaml), for checks and tests."""
+    with open(Path(conf_dir) / "config.yaml", encoding="utf-8") as f:
+        return dict((yaml.safe_load(f) or {}).get("resources") or {})

@@ -37,6 +37,11 @@ def completions_path(scenario: str, model: str) -> Path:
     return Path("results/completions") / scenario / f"{model}.parquet"
 
 
+def infer_stats_path(scenario: str, model: str) -> Path:
+    """What the infer stage itself cost: wall time, peak memory, requests computed vs cached."""
+    return Path("results/completions") / scenario / f"{model}.json"
+
+
 def scores_path(scenario: str, model: str) -> Path:
     return Path("results/scores") / scenario / f"{model}.parquet"
 

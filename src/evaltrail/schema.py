@@ -115,6 +115,7 @@ COMPLETIONS_SCHEMA = pa.schema([
 SCORES_SCHEMA = pa.schema([
     ("instance_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
     ("perturbation", pa.string()), ("trial", pa.int32()),
+    ("original_id", pa.string()),  # the instance a variant was made from; its own id for an original
 ])
 
 

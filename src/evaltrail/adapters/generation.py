@@ -13,9 +13,9 @@ def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> 
     return header(cfg, inst) + shown + query(inst, cfg.input_noun, cfg.output_noun)
 
 
-def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]):
+def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
     pairs = []
-    for inst in eval_instances(cfg, run, splits):
+    for inst in eval_instances(cfg, run, splits, resources):
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
             pairs.append((inst, make_request(inst.instance_id, trial, "generate", build_prompt(cfg, inst, shots),

@@ -1,5 +1,8 @@
 """Joint multiple choice (HELM): all options lettered in one prompt; the model writes the letter.
 
+Besides the generate request, each letter is scored as a continuation of the same prompt (for
+original instances), so calibration can use the probability of the chosen letter among the letters.
+
 Format (HELM's): "Question: ...\\nA. ...\\nB. ...\\nAnswer:"; input_noun / output_noun in the
 scenario config replace "Question" / "Answer".
 """
@@ -27,15 +30,20 @@ def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> 
     return header(cfg, inst) + examples + format_question(cfg, inst, answer=False)
 
 
-def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]):
+def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
     pairs = []
-    for inst in eval_instances(cfg, run, splits):
+    for inst in eval_instances(cfg, run, splits, resources):
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
-            req = make_request(inst.instance_id, trial, "generate", build_prompt(cfg, inst, shots),
-                               max_tokens=cfg.max_tokens or 1, stop=tuple(cfg.stop),
-                               few_shot_ids=tuple(s.instance_id for s in shots))
-            pairs.append((inst, req))
+            prompt, ids = build_prompt(cfg, inst, shots), tuple(s.instance_id for s in shots)
+            pairs.append((inst, make_request(inst.instance_id, trial, "generate", prompt, max_tokens=cfg.max_tokens or 1,
+                                             stop=tuple(cfg.stop), few_shot_ids=ids)))
+            # Each letter's logprob as the answer: calibration needs the model's probability of its
+            # choice among the letters (a shared prompt, so the KV prefix makes these cheap). Only
+            # originals: calibration is computed over them, a variant's worst case needs its text.
+            if inst.perturbation is None:
+                pairs += [(inst, make_request(inst.instance_id, trial, "loglikelihood", prompt, continuation=" " + LETTERS[i],
+                                              choice_index=i, few_shot_ids=ids)) for i in range(len(inst.choices))]
     return pairs
 
 

@@ -43,9 +43,9 @@ def _requests(cfg: ScenarioConfig, inst: Instance, shots: list[Instance], trial:
                                continuation=" " + choice, choice_index=i, calibration=True)
 
 
-def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]):
+def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
     pairs = []
-    for inst in eval_instances(cfg, run, splits):
+    for inst in eval_instances(cfg, run, splits, resources):
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
             pairs += [(inst, req) for req in _requests(cfg, inst, shots, trial)]

@@ -12,6 +12,7 @@ from collections import defaultdict
 from ..config import RunConfig, ScenarioConfig
 from ..errors import EvaltrailError
 from ..hashing import stable_id
+from ..perturbations import Resources, perturb_all
 from ..schema import Instance
 
 
@@ -28,23 +29,39 @@ def group_of(inst: Instance, key: str | None) -> str:
 
 
 def sample(instances: list[Instance], k: int | None, seed: int, group_key: str | None = None) -> list[Instance]:
-    """Up to k instances per group, ranked by seeded hash; returned sorted by (group, instance_id)."""
+    """Up to k original instances per group, ranked by seeded hash, each followed by the variants
+    (contrast sets) that name it as their original; sorted by (group, instance_id).
+
+    Only originals are ranked, so k counts what HELM counts and a variant is evaluated exactly
+    when its original is (a worst case needs both)."""
     groups: dict[str, list[Instance]] = defaultdict(list)
+    variants: dict[str, list[Instance]] = defaultdict(list)
     for inst in dedupe(instances):
-        groups[group_of(inst, group_key)].append(inst)
+        if inst.perturbation is None:
+            groups[group_of(inst, group_key)].append(inst)
+        else:
+            variants[str(inst.metadata.get("original_id"))].append(inst)
     chosen: list[Instance] = []
     for g in sorted(groups):
         ranked = sorted(groups[g], key=lambda i: stable_id([seed, i.instance_id]))
-        chosen += sorted(ranked[:k] if k and k > 0 else ranked, key=lambda i: i.instance_id)
+        picked = ranked[:k] if k and k > 0 else ranked
+        chosen += sorted(picked + [v for i in picked for v in variants[i.instance_id]], key=lambda i: i.instance_id)
     return chosen
 
 
-def eval_instances(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]) -> list[Instance]:
+def eval_instances(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]],
+                   resources: Resources | None = None) -> list[Instance]:
+    """The sampled instances of the eval split, then one variant of each original per configured
+    perturbation (an unchanged variant is dropped, as HELM does: its worst case is the original)."""
     if cfg.eval_split not in splits:
         raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.eval_split: {cfg.eval_split!r} not loaded; "
                              f"available: {', '.join(sorted(splits))}")
     k = cfg.max_eval_instances if cfg.max_eval_instances is not None else run.max_eval_instances
-    return sample(splits[cfg.eval_split], k, run.seed, cfg.sample_group)
+    chosen = sample(splits[cfg.eval_split], k, run.seed, cfg.sample_group)
+    originals = [i for i in chosen if i.perturbation is None]
+    for name in cfg.perturbations:
+        chosen += perturb_all(originals, name, resources)
+    return chosen
 
 
 def _label(inst: Instance) -> str | None:
@@ -94,4 +111,5 @@ def few_shot(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instanc
         pool = sorted((p for p in dedupe(train) if group_of(p, cfg.sample_group) == group),
                       key=lambda p: p.instance_id)
         _SHOTS[key] = (train, _draw(pool, cfg.num_shots + 1, random.Random(stable_id([run.seed, trial, group]))))
-    return [p for p in _SHOTS[key][1] if p.instance_id != inst.instance_id][: cfg.num_shots]
+    own = {inst.instance_id, inst.metadata.get("original_id")}  # a variant's original is itself too
+    return [p for p in _SHOTS[key][1] if p.instance_id not in own][: cfg.num_shots]

@@ -9,7 +9,9 @@ from ..errors import EvaltrailError
 from ..io import read_json
 from ..paths import summary_path
 
-COLUMNS = ["scenario", "model", "metric", "main", "mean", "ci_low", "ci_high", "n"]
+from ..metrics import FAMILIES
+
+COLUMNS = ["scenario", "model", "metric", "family", "main", "higher_is_better", "mean", "ci_low", "ci_high", "n"]
 
 
 def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
@@ -30,21 +32,33 @@ def leaderboard(summaries: dict[tuple[str, str], dict]) -> pd.DataFrame:
         for metric, st in sorted(summ["metrics"].items()):
             if st["mean"] is None:
                 continue
-            rows.append({"scenario": s, "model": m, "metric": metric,
-                         "main": metric == summ["main_metric"], **{k: st[k] for k in ("mean", "ci_low", "ci_high", "n")}})
-    return pd.DataFrame(rows, columns=COLUMNS)
+            rows.append({"scenario": s, "model": m, "metric": metric, "family": st.get("family", "accuracy"),
+                         "main": metric == summ["main_metric"], "higher_is_better": st.get("higher_is_better", True),
+                         **{k: st[k] for k in ("mean", "ci_low", "ci_high", "n")}})
+    board = pd.DataFrame(rows, columns=COLUMNS)
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    board["_f"] = board["family"].map(order)
+    return board.sort_values(["_f", "scenario", "metric", "model"], kind="stable").drop(columns="_f").reset_index(drop=True)
 
 
 def _cell(row) -> str:
+    if pd.isna(row["ci_low"]):
+        return f"{row['mean']:.3f}"
     return f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
 
 
+_ARROW = {True: " ↑", False: " ↓"}
+
+
 def to_markdown(board: pd.DataFrame) -> str:
-    """Main metric per scenario (columns) for each model (rows), then every metric."""
+    """Main metric per scenario (columns) for each model (rows), then every metric grouped by
+    HELM family, one row per (scenario, metric) and a column per model."""
     main = board[board["main"].astype(bool)]
     scenarios = sorted(main["scenario"].unique())
     heads = [f"{s} ({main[main['scenario'] == s]['metric'].iloc[0]})" for s in scenarios]
-    lines = ["# Leaderboard", "", "Main metric per scenario: mean [95% bootstrap CI].", "",
+    lines = ["# Leaderboard", "", "Main metric per scenario: mean [95% CI]. CIs are analytic (Wilson for 0/1 scores, else t) "
+             "for means of per-instance scores and a seeded bootstrap over instances for corpus metrics; "
+             "↑/↓ mark the better direction; `m/robustness` / `m/fairness` are worst cases over an instance's variants.", "",
              "| model | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     for m in sorted(main["model"].unique()):
         cells = []
@@ -52,9 +66,19 @@ def to_markdown(board: pd.DataFrame) -> str:
             hit = main[(main["model"] == m) & (main["scenario"] == s)]
             cells.append(_cell(hit.iloc[0]) if len(hit) else "—")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    lines += ["", "## All metrics", "", "| scenario | model | metric | mean [95% CI] | n |", "|---|---|---|---|---|"]
-    for _, r in board.iterrows():
-        lines.append(f"| {r['scenario']} | {r['model']} | {r['metric']}{' (main)' if r['main'] else ''} | {_cell(r)} | {r['n']} |")
+    models = sorted(board["model"].unique())
+    for family in FAMILIES:
+        part = board[board["family"] == family]
+        if part.empty:
+            continue
+        lines += ["", f"## {family.capitalize()}", "", "| scenario | metric | n | " + " | ".join(models) + " |",
+                  "|---" * (len(models) + 3) + "|"]
+        for (s, metric), cell in part.groupby(["scenario", "metric"], sort=False):
+            by_model = cell.set_index("model")
+            first = cell.iloc[0]
+            name = f"{metric}{_ARROW.get(first['higher_is_better'], '')}{' (main)' if first['main'] else ''}"
+            lines.append(f"| {s} | {name} | {first['n']} | "
+                         + " | ".join(_cell(by_model.loc[m]) if m in by_model.index else "—" for m in models) + " |")
     return "\n".join(lines) + "\n"
 
 

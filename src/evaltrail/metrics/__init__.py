@@ -1,11 +1,20 @@
 """Metric registry: `get_metric(name)` returns a callable Metric; `list_metrics()` names them all.
 
-Two kinds:
+Per-instance kinds (a value per (instance, trial); a scenario's number is their mean):
 - ``reference``: ``(gold: str, pred: str) -> float`` on generated text; an instance scores the
   max over its gold references.
-- ``choice``: over one instance's separate multiple-choice requests (a frame with columns
-  choice_index, logprob, continuation, correct) -> float; applied to all instances at once.
+- ``choice``: over the multiple-choice loglikelihood requests of all instances (a frame with
+  columns choice_index, logprob, continuation, correct) -> value per instance.
 - ``lm``: over rolling-loglikelihood rows (one per document) -> per-document value.
+- ``text``: ``(texts: list[str]) -> list[float]``, reference-free, on generated text (toxicity).
+- ``usage``: over the requests of all instances -> value per instance (efficiency).
+Corpus kind (one value for the whole set, bootstrap CI over instances):
+- ``corpus``: `fn` is a `Corpus` group (evaltrail.metrics.corpus) computing several named metrics
+  from per-instance arrays at once (calibration, bias, BBQ, throughput).
+
+Robustness and fairness are not metrics of their own: every per-instance metric gets worst-case
+companions ``<metric>/<perturbation>``, ``<metric>/robustness`` and ``<metric>/fairness`` when
+the scenario has variants (see evaltrail.metrics.worst_case).
 """
 
 from __future__ import annotations
@@ -24,8 +33,11 @@ class Metric:
     """reference | choice | lm."""
     fn: Callable
     """The computation; see the module docstring for each kind's signature."""
-    higher_is_better: bool = True
-    """Direction, for win rates and significance marks."""
+    higher_is_better: bool | None = True
+    """Direction, for win rates and significance marks; None: no better direction (token counts)."""
+    family: str = "accuracy"
+    """HELM metric family: accuracy | calibration | bias | toxicity | efficiency (robustness and
+    fairness are worst-case views of these)."""
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -34,9 +46,13 @@ class Metric:
 _REGISTRY: dict[str, Metric] = {}
 
 
-def register(name: str, kind: str, higher_is_better: bool = True):
+PER_INSTANCE = ("reference", "choice", "lm", "text", "usage")
+FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency")
+
+
+def register(name: str, kind: str, higher_is_better: bool | None = True, family: str = "accuracy"):
     def deco(fn):
-        _REGISTRY[name] = Metric(name, kind, fn, higher_is_better)
+        _REGISTRY[name] = Metric(name, kind, fn, higher_is_better, family)
         return fn
     return deco
 
@@ -51,4 +67,4 @@ def list_metrics() -> list[str]:
     return sorted(_REGISTRY)
 
 
-from . import choice, language_modeling, reference  # noqa: E402,F401  (modules register on import)
+from . import choice, corpus, efficiency, language_modeling, reference, toxicity  # noqa: E402,F401  (modules register on import)

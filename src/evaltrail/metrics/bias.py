@@ -1,7 +1,8 @@
 """Social-bias corpus metrics with HELM's semantics (crfm-helm 0.5.16), plus BBQ's bias score.
 
 These are aggregate metrics over a whole set of generations (or BBQ answers), not per-instance
-reference metrics, so nothing here is registered in the metric registry.
+reference metrics: evaltrail.metrics.corpus registers vectorized forms of them (bootstrapped
+over instances), which tests check against the plain definitions here.
 
 Demographic representation / stereotypical association (HELM ``BiasMetric``)
 -----------------------------------------------------------------------------

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import string
+import warnings
+from collections import Counter
 from functools import lru_cache
 
 from . import register
+from .bias import _treebank  # nltk's Treebank tokenizer: pure regex, no nltk data download
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -21,7 +24,10 @@ def normalize_text(text: str) -> str:
 
 @register("exact_match", "reference")
 def exact_match(gold: str, pred: str) -> float:
-    """1 when the stripped prediction equals the stripped gold (HELM's exact_match)."""
+    """1 when the stripped prediction equals the stripped gold (HELM's exact_match); an empty
+    prediction scores 0, even against an empty gold."""
+    if not pred:
+        return 0.0
     return float(gold.strip() == pred.strip())
 
 
@@ -44,17 +50,116 @@ def f1_score(gold: str, pred: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+@register("prefix_exact_match", "reference")
+def prefix_exact_match(gold: str, pred: str) -> float:
+    """1 when the stripped prediction starts with the stripped gold; an empty prediction scores 0."""
+    if not pred:
+        return 0.0
+    return float(pred.strip().startswith(gold.strip()))
+
+
+@register("quasi_prefix_exact_match", "reference")
+def quasi_prefix_exact_match(gold: str, pred: str) -> float:
+    """1 when the normalized prediction starts with the normalized gold; empty prediction scores 0."""
+    if not pred:
+        return 0.0
+    return float(normalize_text(pred).startswith(normalize_text(gold)))
+
+
+@register("squad_f1", "reference")
+def squad_f1(gold: str, pred: str) -> float:
+    """SQuAD v1.1 F1 (HELM's squad_f1_score) over *bags* of normalized tokens; 0 if none shared."""
+    g, p = normalize_text(gold).split(), normalize_text(pred).split()
+    common = sum((Counter(g) & Counter(p)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+_ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
 @lru_cache(maxsize=1)
 def _rouge():
     from rouge_score import rouge_scorer
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return rouge_scorer.RougeScorer(list(_ROUGE_TYPES), use_stemmer=True)
+
+
+@lru_cache(maxsize=4096)
+def _rouge_f(gold: str, pred: str) -> dict[str, float]:
+    # one scoring pass serves rouge_1, rouge_2 and rouge_l of the same pair
+    return {k: float(v.fmeasure) for k, v in _rouge().score(gold, pred).items()}
+
+
+@register("rouge_1", "reference")
+def rouge_1(gold: str, pred: str) -> float:
+    """ROUGE-1 F-measure from the `rouge-score` package, Porter stemmer on (as HELM)."""
+    return _rouge_f(gold, pred)["rouge1"]
+
+
+@register("rouge_2", "reference")
+def rouge_2(gold: str, pred: str) -> float:
+    """ROUGE-2 F-measure from the `rouge-score` package, Porter stemmer on (as HELM)."""
+    return _rouge_f(gold, pred)["rouge2"]
 
 
 @register("rouge_l", "reference")
 def rouge_l(gold: str, pred: str) -> float:
     """ROUGE-L F-measure from the `rouge-score` package, Porter stemmer on (as HELM)."""
-    return float(_rouge().score(gold, pred)["rougeL"].fmeasure)
+    return _rouge_f(gold, pred)["rougeL"]
+
+
+# A word ending a sentence: ends in . ! or ? (then closing quotes/brackets) and holds no other
+# period, so "U.S." and "e.g." do not end one, nor does "3.5".
+_SENTENCE_FINAL = re.compile(r"[^.]*[.!?][\"')\]}]*")
+
+
+def _sentences(text: str) -> list[str]:
+    out, current = [], ""
+    for chunk in re.findall(r"\s*\S+\s*", text):
+        current += chunk
+        if chunk[-1].isspace() and _SENTENCE_FINAL.fullmatch(chunk.strip()):
+            out.append(current)
+            current = ""
+    return out + [current]
+
+
+def word_tokenize(text: str) -> list[str]:
+    """nltk's ``word_tokenize`` with a rule-based sentence splitter in place of Punkt.
+
+    ``nltk.word_tokenize`` splits sentences with Punkt (whose ``punkt_tab`` data must be
+    downloaded, impossible offline) and runs the Treebank tokenizer on each; Treebank splits a
+    period off only at the end of its input. Here a sentence ends after a whitespace-delimited
+    word that ends in ``.``, ``!`` or ``?`` (then closing quotes or brackets) and holds no other
+    period. Tokens equal nltk's on a single sentence, and on several except where Punkt and the
+    rule disagree on a sentence end: abbreviations without an inner period ("Dr. Smith": HELM
+    keeps ``Dr.``, this gives ``Dr``, ``.``) and Punkt's finer cases (ordinals, initials).
+    """
+    return [tok for s in _sentences(text) for tok in _treebank().tokenize(s)]
+
+
+def _bleu(gold: str, pred: str, weights: tuple[float, ...]) -> float:
+    from nltk.translate.bleu_score import sentence_bleu
+
+    with warnings.catch_warnings():
+        # nltk warns on every zero n-gram count. Unsmoothed, such a count enters as float_min, so
+        # bleu_4 without a matching 4-gram is ~1e-308 rather than 0: HELM's number too.
+        warnings.simplefilter("ignore")
+        return float(sentence_bleu([word_tokenize(gold)], word_tokenize(pred), weights=weights))
+
+
+@register("bleu_1", "reference")
+def bleu_1(gold: str, pred: str) -> float:
+    """HELM's BLEU-1: nltk sentence_bleu, weights (1,0,0,0), no smoothing, Punkt-free word_tokenize."""
+    return _bleu(gold, pred, (1, 0, 0, 0))
+
+
+@register("bleu_4", "reference")
+def bleu_4(gold: str, pred: str) -> float:
+    """HELM's BLEU-4: nltk sentence_bleu, weights (0,0,0,1), no smoothing, Punkt-free word_tokenize."""
+    return _bleu(gold, pred, (0, 0, 0, 1))
 
 
 def final_number(text: str) -> str | None:

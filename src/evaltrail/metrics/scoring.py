@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -9,8 +11,12 @@ import pyarrow as pa
 from ..config import ScenarioConfig
 from ..errors import EvaltrailError
 from ..schema import SCORES_SCHEMA, Reference
-from . import get_metric
-from .stats import mean_ci
+from ..perturbations.registry import perturbation_kind
+from . import PER_INSTANCE, get_metric
+from .calibration import MIN_RELIABLE_N, is_reliable
+from .corpus import GROUPS, Context
+from .stats import bootstrap_corpus, mean_ci_analytic
+from .worst_case import worst_case
 
 
 def join(prompts: pd.DataFrame, completions: pd.DataFrame) -> pd.DataFrame:
@@ -24,6 +30,12 @@ def join(prompts: pd.DataFrame, completions: pd.DataFrame) -> pd.DataFrame:
     return merged
 
 
+def _original_ids(frame: pd.DataFrame) -> pd.Series:
+    """Per row: the instance a variant was made from (its own id for an original)."""
+    named = [json.loads(m).get("original_id") for m in frame["metadata"]]
+    return pd.Series([o or i for o, i in zip(named, frame["instance_id"])], index=frame.index)
+
+
 def _reference_values(frame: pd.DataFrame, metric, golds_fn) -> pd.Series:
     rows = frame[frame["method"] == "generate"]
     golds = [golds_fn([Reference(r["text"], bool(r["correct"])) for r in refs])
@@ -33,16 +45,24 @@ def _reference_values(frame: pd.DataFrame, metric, golds_fn) -> pd.Series:
     return pd.Series(values, index=pd.MultiIndex.from_frame(rows[["instance_id", "trial"]]), dtype=float)
 
 
-def _choice_values(frame: pd.DataFrame, metric) -> pd.Series:
-    rows = frame[(frame["method"] == "loglikelihood") & ~frame["calibration"]].copy()
+def _text_values(frame: pd.DataFrame, metric) -> pd.Series:
+    rows = frame[frame["method"] == "generate"]
+    values = metric([str(t) for t in rows["text"].fillna("")])
+    return pd.Series(values, index=pd.MultiIndex.from_frame(rows[["instance_id", "trial"]]), dtype=float)
+
+
+def choice_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-option loglikelihood rows (separate multiple choice, or joint multiple choice's
+    letter probes) with `correct`, and `calibrated_logprob` when the scenario is calibrated."""
+    rows = frame[(frame["method"] == "loglikelihood") & ~frame["calibration"].astype(bool)].copy()
     rows["correct"] = [bool(refs[int(i)]["correct"]) for refs, i in zip(rows["references"], rows["choice_index"])]
-    cal = frame[(frame["method"] == "loglikelihood") & frame["calibration"]]
+    cal = frame[(frame["method"] == "loglikelihood") & frame["calibration"].astype(bool)]
     if len(cal):
         keys = ["instance_id", "trial", "choice_index"]
         base = cal.set_index(keys)["logprob"].rename("_cal")
         rows = rows.join(base, on=keys)
         rows["calibrated_logprob"] = rows["logprob"] - rows["_cal"]
-    return metric(rows)
+    return rows
 
 
 def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Series:
@@ -51,42 +71,99 @@ def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Ser
             raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated "
                                  f"text, but method {cfg.method} produces loglikelihoods")
         return _reference_values(frame, metric, adapter.golds)
+    if metric.kind == "text":
+        if not (frame["method"] == "generate").any():
+            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated text")
+        return _text_values(frame, metric)
     if metric.kind == "choice":
-        return _choice_values(frame, metric)
+        return metric(choice_rows(frame))
+    if metric.kind == "usage":
+        return metric(frame)
     return metric(frame[frame["method"] == "loglikelihood_rolling"])
 
 
 def score_frame(frame: pd.DataFrame, cfg: ScenarioConfig, adapter) -> pd.DataFrame:
-    """Long table of (instance_id, metric, value, perturbation, trial), sorted deterministically."""
+    """Long table of per-instance values (instance_id, metric, value, perturbation, trial,
+    original_id) for every per-instance metric, with the worst-case companions of the accuracy
+    metrics when the scenario has variants; sorted deterministically."""
     parts = [pd.DataFrame(columns=SCORES_SCHEMA.names)]
-    pert = frame.drop_duplicates(["instance_id", "trial"]).set_index(["instance_id", "trial"])["perturbation"]
+    keys = frame.drop_duplicates(["instance_id", "trial"]).set_index(["instance_id", "trial"])
+    keys = keys.assign(original_id=_original_ids(keys.reset_index()).to_numpy())
     for name in cfg.metrics:
-        part = _values(frame, cfg, get_metric(name), adapter).rename("value").reset_index()
+        metric = get_metric(name)
+        if metric.kind not in PER_INSTANCE:
+            continue
+        part = _values(frame, cfg, metric, adapter).rename("value").reset_index()
+        at = pd.MultiIndex.from_frame(part[["instance_id", "trial"]])
         part["metric"] = name
-        part["perturbation"] = pert.reindex(pd.MultiIndex.from_frame(part[["instance_id", "trial"]])).to_numpy()
+        part["perturbation"] = keys["perturbation"].reindex(at).to_numpy()
+        part["original_id"] = keys["original_id"].reindex(at).to_numpy()
         parts.append(part)
+        if metric.family == "accuracy" and metric.higher_is_better is not None:
+            parts.append(worst_case(part, name, metric.higher_is_better))
     out = pd.concat(parts, ignore_index=True)
     out["trial"] = out["trial"].astype(np.int32)
     out["value"] = out["value"].astype(np.float64)
     return out.sort_values(["metric", "instance_id", "trial"], kind="stable").reset_index(drop=True)[SCORES_SCHEMA.names]
 
 
+def corpus_inputs(frame: pd.DataFrame, cfg: ScenarioConfig, ctx: Context) -> dict[str, dict]:
+    """Per corpus group the scenario uses: its per-instance arrays over the original instances."""
+    originals = frame[frame["perturbation"].isna()]
+    groups = {get_metric(m).fn.name: get_metric(m).fn for m in cfg.metrics if get_metric(m).kind == "corpus"}
+    out: dict[str, dict] = {}
+    for name, group in sorted(groups.items()):
+        arrays = group.inputs(originals, ctx)
+        if arrays is None:
+            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {', '.join(group.metrics)} "
+                                 f"need {name} inputs that method {cfg.method} does not produce")
+        out[name] = arrays
+    return out
+
+
 def scores_table(scores: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(scores, schema=SCORES_SCHEMA, preserve_index=False)
 
 
-def summarize(scores: pd.DataFrame, cfg: ScenarioConfig, samples: int, seed: int) -> dict:
-    """Per metric: mean over instances (trials averaged first) with a bootstrap 95% CI, and the
-    mean of each few-shot trial with their spread (population std)."""
+def _info(name: str) -> dict:
+    base = name.split("/")[0]
+    metric = get_metric(base)
+    fam = metric.family
+    if "/" in name:  # a worst case counts towards robustness or fairness
+        view = name.split("/", 1)[1]
+        fam = view if view in ("robustness", "fairness") else perturbation_kind(view)
+    return {"family": fam, "higher_is_better": metric.higher_is_better}
+
+
+def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig, samples: int, seed: int) -> dict:
+    """Per metric, over the original instances: the mean of per-instance values (trials averaged
+    first) with an analytic 95% CI and each few-shot trial's mean with their spread; corpus
+    metrics with a seeded bootstrap CI over instances."""
     metrics = {}
-    for name in cfg.metrics:
-        rows = scores[scores["metric"] == name]
-        per_instance = rows.groupby("instance_id", sort=True)["value"].mean()
-        stats = mean_ci(per_instance.to_numpy(), samples, seed)
+    originals = scores[scores["perturbation"].isna()]
+    for name in sorted(originals["metric"].unique(), key=lambda m: (m.split("/")[0] not in cfg.metrics, m)):
+        rows = originals[originals["metric"] == name]
+        stats = mean_ci_analytic(rows.groupby("instance_id", sort=True)["value"].mean().to_numpy())
         per_trial = rows.groupby("trial", sort=True)["value"].mean()
         stats["trial_means"] = [float(v) for v in per_trial]
         stats["trial_std"] = float(per_trial.std(ddof=0)) if len(per_trial) else None
-        metrics[name] = stats
+        metrics[name] = {**stats, **_info(name)}
+    for i, (group, arrays) in enumerate(sorted(corpus.items())):
+        for name, stats in bootstrap_corpus(GROUPS[group].compute, arrays, samples, seed + i).items():
+            if name in cfg.metrics:
+                metrics[name] = {**stats, **_info(name)}
+                if metrics[name]["family"] == "calibration" and not is_reliable(stats["n"]):
+                    metrics[name]["warning"] = f"n={stats['n']} < {MIN_RELIABLE_N}: binned calibration is unreliable"
     return {"scenario": cfg.name, "main_metric": cfg.main_metric, "metrics": metrics,
-            "n_instances": int(scores["instance_id"].nunique()),
+            "n_instances": int(originals["instance_id"].nunique()),
+            "n_variants": int(scores.loc[scores["perturbation"].notna(), "instance_id"].nunique()),
             "n_trials": int(scores["trial"].nunique())}
+
+
+def scorers(cfg: ScenarioConfig) -> dict[str, str]:
+    """Versions of the models that score text (part of a number's provenance)."""
+    from .toxicity import CLASSIFIER_PACKAGE, classifier_version
+
+    if any(get_metric(m).family == "toxicity" for m in cfg.metrics):
+        return {"toxicity": f"{CLASSIFIER_PACKAGE}=={classifier_version()}"}
+    return {}

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..errors import EvaltrailError
 from . import dialect, gender, names, robustness
-from .base import Perturbation
+from .base import FAIRNESS, ROBUSTNESS, Perturbation
 from .resources import Resources
 
 
@@ -26,6 +26,8 @@ class Entry:
     """Resources fields that must be loaded."""
     summary: str = ""
     """One line for listings."""
+    kind: str = ROBUSTNESS
+    """robustness | fairness: which worst case the variants count towards."""
 
 
 _HOW = {
@@ -45,23 +47,28 @@ REGISTRY: dict[str, Entry] = {
                          "common misspellings, p=0.1 per word"),
     "mild_mix": Entry(lambda r: robustness.mild_mix(r.misspellings), ("misspellings",),
                       "HELM robustness: lowercase+contraction+misspelling 0.1+space 1..3"),
-    "dialect": Entry(lambda r: dialect.dialect(r.dialect, 1.0), ("dialect",), "SAE -> AAVE words, p=1"),
+    "dialect": Entry(lambda r: dialect.dialect(r.dialect, 1.0), ("dialect",), "SAE -> AAVE words, p=1", FAIRNESS),
     "gender_pronouns": Entry(lambda r: gender.gender("pronouns", "male", "female", 1.0),
-                             summary="male -> female pronouns, p=1"),
+                             summary="male -> female pronouns, p=1", kind=FAIRNESS),
     "gender_terms": Entry(lambda r: gender.gender("terms", "male", "female", 1.0),
-                          summary="male -> female terms (son -> daughter), p=1"),
+                          summary="male -> female terms (son -> daughter), p=1", kind=FAIRNESS),
     "person_name": Entry(lambda r: names.person_name(
         r.names, {"race": "white_american"}, {"race": "black_american"}, "first_name", True, 1.0),
-        ("names",), "white -> Black American first names, gender kept, p=1"),
+        ("names",), "white -> Black American first names, gender kept, p=1", FAIRNESS),
     "person_name_last": Entry(lambda r: names.person_name(
         r.names, {"race": "white"}, {"race": "hispanic"}, "last_name", False, 1.0, "person_name_last"),
-        ("names",), "white -> Hispanic last names, p=1"),
+        ("names",), "white -> Hispanic last names, p=1", FAIRNESS),
 }
 
 HELM_ROBUSTNESS = ("mild_mix",)
 """HELM's data_augmentation=robustness (ROBUSTNESS_PERTURBATION_SPECS)."""
 HELM_FAIRNESS = ("dialect", "gender_pronouns", "person_name")
 """HELM's data_augmentation=fairness (FAIRNESS_PERTURBATION_SPECS), all with prob 1.0."""
+
+
+def perturbation_kind(name: str) -> str:
+    """robustness or fairness; a variant from the data itself (a contrast set) is robustness."""
+    return REGISTRY[name].kind if name in REGISTRY else ROBUSTNESS
 
 
 def list_perturbations() -> list[str]:

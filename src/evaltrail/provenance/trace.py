@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import resources
 from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..hashing import sha256_file
 from ..io import read_json
-from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, model_info_path,
+from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_info_path,
                      model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
 from ..sources import describe
 from .lock import dvc_md5, git_commit, load_lock, recorded_md5
@@ -74,19 +75,29 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
 
     summary = read_json(summary_path(scenario, model))
     st = summary["metrics"][metric]
-    t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} "
-            f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}] n={st['n']}",
+    ci = "no CI (a single measurement)" if st["ci_low"] is None else f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}]"
+    t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} {ci} n={st['n']}",
             f"summary: {summary_path(scenario, model)} mean={st['mean']} differs from the leaderboard's {value}")
 
     score_stage = f"score@{scenario}-{model}"
     _artifact(t, lock, score_stage, scores_path(scenario, model), "scores")
     if scores_path(scenario, model).is_file():
         sc = pd.read_parquet(scores_path(scenario, model))
-        recomputed = float(sc[sc["metric"] == metric].groupby("instance_id")["value"].mean().mean())
-        t.check(_close(recomputed, st["mean"]), f"scores: recomputed mean {recomputed:.6f} matches",
-                f"scores: {scores_path(scenario, model)} gives mean {recomputed}, summary says {st['mean']}")
+        rows = sc[(sc["metric"] == metric) & sc["perturbation"].isna()]
+        if rows.empty and st.get("ci") == "bootstrap":  # corpus metric: no per-instance values to average
+            t.ok(f"scores: {metric} is a corpus metric over {st['n']} instances (computed in score from the "
+                 f"completions below, not a mean of per-instance rows)")
+
+        else:
+            recomputed = float(rows.groupby("instance_id")["value"].mean().mean())
+            t.check(_close(recomputed, st["mean"]), f"scores: recomputed mean {recomputed:.6f} matches",
+                    f"scores: {scores_path(scenario, model)} gives mean {recomputed}, summary says {st['mean']}")
 
     _artifact(t, lock, f"infer@{scenario}-{model}", completions_path(scenario, model), "completions")
+    if infer_stats_path(scenario, model).is_file():
+        cost = read_json(infer_stats_path(scenario, model))
+        t.lines.append(f"   infer stage, last run: {cost['wall_s']} s wall, peak RSS {cost['peak_rss_mb']} MB, "
+                       f"{cost['computed']} request(s) computed, {cost['from_cache']} from the request cache")
     _artifact(t, lock, f"prepare@{scenario}", prompts_path(scenario), "prompts")
     _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
     _raw_files(t, run, scenario)
@@ -115,7 +126,8 @@ def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
     if not listing.is_file():
         t.bad(f"raw data: {listing} is missing")
         return
-    pins = {s["file"]: s["sha256"] for s in run.scenario[scenario].sources}
+    cfg = run.scenario[scenario]
+    pins = {s["file"]: s["sha256"] for s in cfg.sources + resources.sources(run.resources, cfg)}
     for rec in read_json(listing):
         path = raw_dir(scenario) / rec["file"]
         actual = sha256_file(path) if path.is_file() else "missing"

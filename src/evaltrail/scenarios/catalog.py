@@ -6,7 +6,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..config import RunConfig, ScenarioConfig, scenario_from_conf
+from .. import resources
+from ..config import RunConfig, ScenarioConfig, resources_from_conf, scenario_from_conf
 from ..errors import EvaltrailError
 from ..paths import cache_dir
 from ..sources import KINDS, fetch_dir
@@ -65,7 +66,10 @@ def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
 
 
 def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
+    from ..metrics import get_metric
+
     lines = []
+    references_scored = any(get_metric(m).kind == "reference" for m in cfg.metrics)
     for split, insts in sorted(splits.items()):
         if not insts:
             raise EvaltrailError(f"scenario {cfg.name}: split {split!r} yielded no instances")
@@ -76,7 +80,7 @@ def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
                 raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} has an empty input")
             if cfg.method.startswith("multiple_choice") and (len(inst.references) < 2 or not inst.gold_indices):
                 raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} needs >= 2 options, one correct")
-            if cfg.method == "generation" and cfg.metrics and not inst.gold_indices:
+            if cfg.method == "generation" and references_scored and not inst.gold_indices:
                 raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} has no correct reference")
         lines.append(f"ok  split {split}: {len(insts)} instances ({dupes} exact duplicates, dropped at sampling)")
     return lines
@@ -91,21 +95,25 @@ def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
     loader = get_scenario(name)
     loader.check(cfg)
     lines = _check_config(cfg, where)
+    run = RunConfig(seed=0, max_eval_instances=10, bootstrap_samples=0, scenarios=[name], models=[],
+                    scenario={name: cfg}, model={}, mlflow={}, resources=resources_from_conf(conf))
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / name
-        records = fetch_dir(loader.sources(cfg), raw, cache_dir(), f"{where}: sources")
+        records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw, cache_dir(), f"{where}: sources")
         lines.append(f"ok  sources: {len(records)} file(s) fetched, every sha256 matches")
         splits = loader.load(cfg, raw)
         again = loader.load(cfg, raw)
+        lists = resources.load_perturbation_resources(run.resources, cfg, raw)
     lines += _check_instances(cfg, splits)
     if {k: [i.instance_id for i in v] for k, v in splits.items()} != {k: [i.instance_id for i in v] for k, v in again.items()}:
         raise EvaltrailError(f"scenario {name}: instance ids differ between two loads (not content hashes?)")
     lines.append("ok  instance ids are stable across loads")
-    run = RunConfig(seed=0, max_eval_instances=10, bootstrap_samples=0, scenarios=[name], models=[],
-                    scenario={name: cfg}, model={}, mlflow={})
-    pairs = get_adapter(cfg.method).build(cfg, run, splits)
+    pairs = get_adapter(cfg.method).build(cfg, run, splits, lists)
     if not pairs or any(not r.prompt for _, r in pairs):
         raise EvaltrailError(f"scenario {name}: the adapter built no requests (or an empty prompt)")
     lines.append(f"ok  adapter: {len(pairs)} requests for {len({i.instance_id for i, _ in pairs})} sampled instances; "
                  f"first prompt ends {pairs[0][1].prompt[-60:]!r}")
+    variants = sorted({i.perturbation for i, _ in pairs if i.perturbation})
+    if cfg.perturbations:
+        lines.append(f"ok  perturbations: variants made for {', '.join(variants) or '(none changed any input)'}")
     return lines

@@ -10,7 +10,8 @@ from ..provenance.lock import git_commit, recorded_md5
 def cell_tags(lock: dict, scenario: str, model: str, summary: dict, commit: str | None = None) -> dict[str, str]:
     tags = {"evaltrail.scenario": scenario, "evaltrail.model": model,
             "evaltrail.git_commit": commit or git_commit(),
-            "evaltrail.model_sha256": summary.get("model_sha256", "")}
+            "evaltrail.model_sha256": summary.get("model_sha256", ""),
+            **{f"evaltrail.scorer.{k}": v for k, v in summary.get("scorers", {}).items()}}
     for rec in read_json(sources_json(scenario)):
         tags[f"data.sha256.{scenario}/{rec['file']}"] = rec["sha256"]
     # dvc.lock's md5 of every artifact between the raw data and this cell's scores
