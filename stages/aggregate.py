@@ -1,15 +1,18 @@
-"""aggregate: leaderboard (CSV/Markdown/JSON), DVC metrics, and one MLflow run per cell."""
+"""aggregate: leaderboard (CSV/Markdown/JSON) with family tables, win rates, pairwise ratings and
+significance, plot data, DVC metrics, and MLflow runs (one parent, one child per cell)."""
 
 import dataclasses
 
-from evaltrail.aggregate import collect, leaderboard, metrics_json, to_markdown
+import pandas as pd
+
+from evaltrail.aggregate import collect, families, leaderboard, metrics_json, pairwise, plots, to_markdown
 from evaltrail.config import load_params
 from evaltrail.io import write_json, write_text
-from evaltrail.paths import (LEADERBOARD_CSV, LEADERBOARD_JSON, LEADERBOARD_MD, METRICS_JSON,
-                             MLFLOW_RUNS_JSON, scores_path, summary_path)
+from evaltrail.paths import (FAMILIES_JSON, LEADERBOARD_CSV, LEADERBOARD_JSON, LEADERBOARD_MD, METRICS_JSON,
+                             MLFLOW_RUNS_JSON, PAIRWISE_JSON, PLOTS, scores_path, summary_path)
 from evaltrail.provenance.lock import git_commit, load_lock
 from evaltrail.stage import run_stage
-from evaltrail.tracking import log_cell, shown_uri, tracking_uri
+from evaltrail.tracking import log_cell, log_parent, shown_uri, tracking_uri
 from evaltrail.tracking.lineage import cell_tags
 
 
@@ -17,23 +20,39 @@ def main() -> None:
     run = load_params()
     summaries = collect(run)
     board = leaderboard(summaries)
+    tables = families.family_tables(summaries)
+    outcomes = pairwise.main_outcomes({k: pd.read_parquet(scores_path(*k)) for k in summaries}, summaries)
+    ratings, fit = pairwise.ratings(outcomes, run.bootstrap_samples, run.seed)
+    diffs = pairwise.differences(outcomes, run.bootstrap_samples, run.seed)
+    subjects = plots.subjects(summaries)
+    sections = (["", "## By family", "", "Each family's headline metric per scenario, and HELM's mean win rate "
+                 "(the share of other models a model beats per column, a tie counting 1/2, averaged)."]
+                + families.to_markdown(tables) + pairwise.to_markdown(ratings, fit, diffs)
+                + plots.subjects_markdown(subjects, summaries))
     write_text(LEADERBOARD_CSV, board.to_csv(index=False, float_format="%.6f"))
-    write_text(LEADERBOARD_MD, to_markdown(board))
+    write_text(LEADERBOARD_MD, to_markdown(board, sections))
     write_json(LEADERBOARD_JSON, board.to_dict(orient="records"))
+    write_json(FAMILIES_JSON, families.to_records(tables))
+    write_json(PAIRWISE_JSON, {"fit": fit, "ratings": ratings.reset_index().to_dict(orient="records"),
+                               "differences": diffs.to_dict(orient="records")})
     write_json(METRICS_JSON, metrics_json(board))
+    for name, table in ((plots.ACC_VS_SPEED, plots.accuracy_vs_throughput(summaries)),
+                        (plots.RELIABILITY, plots.reliability(summaries)), (plots.SUBJECTS, subjects)):
+        write_text(PLOTS / name, table.to_csv(index=False, float_format="%.6f"))
 
     lock, commit, runs = load_lock(), git_commit(), {}
+    parent = log_parent(run.mlflow["experiment"], board, commit, [LEADERBOARD_CSV, LEADERBOARD_MD, PAIRWISE_JSON])
     for (s, m), summary in summaries.items():
         config = {"seed": run.seed, "max_eval_instances": run.max_eval_instances,
                   "scenario": dataclasses.asdict(run.scenario[s]), "model": dataclasses.asdict(run.model[m])}
         run_id, created = log_cell(run.mlflow["experiment"], f"{s}/{m}", config, summary,
                                    cell_tags(lock, s, m, summary, commit),
-                                   [scores_path(s, m), summary_path(s, m)])
+                                   [scores_path(s, m), summary_path(s, m)], parent=parent)
         runs[f"{s}/{m}"] = run_id
         print(f"mlflow {s}/{m}: run {run_id} ({'logged' if created else 'unchanged, kept'})")
     write_json(MLFLOW_RUNS_JSON, {"tracking_uri": shown_uri(tracking_uri()), "experiment": run.mlflow["experiment"],
-                                  "runs": runs})
-    print(f"aggregate: {len(board)} leaderboard rows -> {LEADERBOARD_MD}")
+                                  "parent": parent, "runs": runs})
+    print(f"aggregate: {len(board)} leaderboard rows, {len(tables)} families -> {LEADERBOARD_MD}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from evaltrail.adapters import get_adapter
 from evaltrail.config import load_params, model_config, scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.metrics.corpus import Context
-from evaltrail.metrics.scoring import corpus_inputs, join, score_frame, scorers, scores_table, summarize
+from evaltrail.metrics.scoring import corpus_inputs, group_means, join, score_frame, scorers, scores_table, summarize
 from evaltrail.paths import completions_path, prompts_path, raw_dir, scores_path, summary_path
 from evaltrail.stage import run_stage
 
@@ -23,7 +23,8 @@ def main(scenario: str, model: str) -> None:
     ctx = Context(word_lists=resources.path(run.resources, raw_dir(scenario), "bias_word_lists") if lists else None)
     scores = score_frame(frame, cfg, get_adapter(cfg.method))
     summary = summarize(scores, corpus_inputs(frame, cfg, ctx), cfg, run.bootstrap_samples, run.seed)
-    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg))
+    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg),
+                   groups=group_means(scores, frame, cfg))
     write_parquet(scores_path(scenario, model), scores_table(scores))
     write_json(summary_path(scenario, model), summary)
     for name, st in summary["metrics"].items():

@@ -90,6 +90,21 @@ def test_leaderboard_has_every_family_in_range(repo):
     assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
 
 
+def test_family_tables_pairwise_and_plots(repo):
+    fams = json.loads((repo / "results" / "leaderboard_families.json").read_text())
+    assert [f["family"] for f in fams] == ["accuracy", "calibration", "robustness", "fairness", "efficiency"]
+    acc = fams[0]
+    assert acc["columns"] == ["hellaswag: acc_norm", "mmlu: exact_match"]
+    assert acc["rows"][0]["mean_win_rate"] is None  # one model: nothing to beat
+    pair = json.loads((repo / "results" / "pairwise.json").read_text())
+    assert pair["ratings"] == [] and pair["differences"] == []  # one model: no pairs
+    for name in ("accuracy_vs_throughput.csv", "reliability.csv", "mmlu_subjects.csv"):
+        assert len(pd.read_csv(repo / "results" / "plots" / name)) > 0, name
+    assert dvc(repo, "plots", "show", "-o", str(repo.parent / "plots")).returncode == 0
+    report = repo / "results" / "report"
+    assert (report / "index.html").is_file() and (report / "data" / "mmlu.js").is_file()
+
+
 def test_trace_every_cell(repo):
     for scenario, model, metric in sorted(CELLS):
         out = trace(repo, scenario, model, metric).stdout
@@ -108,7 +123,10 @@ def test_mlflow_holds_one_run_per_cell_with_lineage(repo):
 
     mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["evaltrail"], output_format="list")
-    assert sorted(r.info.run_name for r in runs) == ["hellaswag/" + SMOLLM, "mmlu/" + SMOLLM]
+    assert sorted(r.info.run_name for r in runs) == ["aggregate", "hellaswag/" + SMOLLM, "mmlu/" + SMOLLM]
+    parent = json.loads((repo / "results" / "mlflow_runs.json").read_text())["parent"]
+    assert {r.info.run_name: r.info.run_id for r in runs}["aggregate"] == parent
+    assert all(r.data.tags.get("mlflow.parentRunId") == parent for r in runs if r.info.run_name != "aggregate")
     tags = {r.info.run_name: r.data.tags for r in runs}["hellaswag/" + SMOLLM]
     assert tags["evaltrail.model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     assert tags["data.sha256.hellaswag/validation.arrow"].startswith("5d21a8cf")
@@ -124,7 +142,7 @@ def test_second_repro_runs_nothing_and_aggregate_rerun_adds_no_runs(repo):
     import mlflow
 
     mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
-    assert len(mlflow.search_runs(experiment_names=["evaltrail"], output_format="list")) == 2
+    assert len(mlflow.search_runs(experiment_names=["evaltrail"], output_format="list")) == 3  # parent + 2 cells
 
 
 def test_artifacts_are_byte_identical_when_recomputed(repo):

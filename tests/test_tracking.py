@@ -40,3 +40,23 @@ def test_one_run_per_unchanged_cell(store, tmp_path):
 def test_credentials_never_shown():
     assert shown_uri("https://user:secret@mlflow.example/") == "https://***@mlflow.example/"
     assert shown_uri("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
+
+
+def test_cells_nest_under_the_aggregate_run(store, tmp_path):
+    import pandas as pd
+
+    from evaltrail.tracking import PARENT_TAG, log_parent
+
+    art = tmp_path / "leaderboard.csv"
+    art.write_text("scenario,model\n")
+    board = pd.DataFrame([{"scenario": "s", "model": "m", "metric": "acc", "mean": 0.5}])
+    parent = log_parent("exp", board, "abc", [art])
+    assert log_parent("exp", board, "def", [art]) == parent  # unchanged leaderboard: same parent
+    summary = {"main_metric": "acc", "metrics": {"acc": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 9}}}
+    child, _ = log_cell("exp", "s/m", {"seed": 0}, summary, {"evaltrail.model_sha256": "f" * 64}, [art], parent=parent)
+    assert mlflow.get_run(child).data.tags[PARENT_TAG] == parent
+    new_parent = log_parent("exp", board.assign(mean=0.6), "abc", [art])
+    kept, created = log_cell("exp", "s/m", {"seed": 0}, summary, {"evaltrail.model_sha256": "f" * 64}, [art],
+                             parent=new_parent)
+    assert kept == child and not created and mlflow.get_run(child).data.tags[PARENT_TAG] == new_parent
+    assert "leaderboard.csv" in {a.path for a in mlflow.MlflowClient().list_artifacts(parent)}

@@ -56,6 +56,10 @@ LEADERBOARD_MD = RESULTS / "leaderboard.md"
 LEADERBOARD_JSON = RESULTS / "leaderboard.json"
 METRICS_JSON = RESULTS / "metrics.json"
 MLFLOW_RUNS_JSON = RESULTS / "mlflow_runs.json"
+FAMILIES_JSON = RESULTS / "leaderboard_families.json"
+PAIRWISE_JSON = RESULTS / "pairwise.json"
+PLOTS = RESULTS / "plots"
+REPORT = RESULTS / "report"
 
 
 def cache_dir() -> Path:

@@ -50,9 +50,10 @@ def _cell(row) -> str:
 _ARROW = {True: " ↑", False: " ↓"}
 
 
-def to_markdown(board: pd.DataFrame) -> str:
-    """Main metric per scenario (columns) for each model (rows), then every metric grouped by
-    HELM family, one row per (scenario, metric) and a column per model."""
+def to_markdown(board: pd.DataFrame, sections: list[str] = ()) -> str:
+    """Main metric per scenario (columns) for each model (rows), then `sections` (lines: family
+    tables, pairwise comparisons, ...), then every metric grouped by HELM family, one row per
+    (scenario, metric) and a column per model."""
     main = board[board["main"].astype(bool)]
     scenarios = sorted(main["scenario"].unique())
     heads = [f"{s} ({main[main['scenario'] == s]['metric'].iloc[0]})" for s in scenarios]
@@ -66,12 +67,14 @@ def to_markdown(board: pd.DataFrame) -> str:
             hit = main[(main["model"] == m) & (main["scenario"] == s)]
             cells.append(_cell(hit.iloc[0]) if len(hit) else "—")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += list(sections)
+    lines += ["", "## All metrics"]
     models = sorted(board["model"].unique())
     for family in FAMILIES:
         part = board[board["family"] == family]
         if part.empty:
             continue
-        lines += ["", f"## {family.capitalize()}", "", "| scenario | metric | n | " + " | ".join(models) + " |",
+        lines += ["", f"### {family.capitalize()}", "", "| scenario | metric | n | " + " | ".join(models) + " |",
                   "|---" * (len(models) + 3) + "|"]
         for (s, metric), cell in part.groupby(["scenario", "metric"], sort=False):
             by_model = cell.set_index("model")

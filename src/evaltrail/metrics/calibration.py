@@ -126,3 +126,14 @@ def separate_choice_probability(scores: Sequence[float]) -> tuple[int, float]:
     """(argmax choice, softmax(scores)[argmax]) as HELM's separate multiple-choice ``max_prob``;
     scores are the per-choice logprobs (or HELM's per-token / calibrated variants)."""
     return _softmax_argmax(scores)
+
+
+def reliability(probs, correct, num_bins: int = 10) -> list[dict]:
+    """The reliability diagram behind ece_10_bin: per equal-mass bin, the mean confidence, the
+    accuracy and the count (bins assigned as `ece` assigns them)."""
+    p, c = _arrays(probs, correct)
+    if p.size == 0:
+        return []
+    which = np.searchsorted(equal_mass_edges(p, num_bins), p, side="left")
+    return [{"bin": int(b), "confidence": float(p[which == b].mean()), "accuracy": float(c[which == b].mean()),
+             "n": int((which == b).sum())} for b in np.unique(which)]

@@ -13,7 +13,7 @@ from ..errors import EvaltrailError
 from ..schema import SCORES_SCHEMA, Reference
 from ..perturbations.registry import perturbation_kind
 from . import PER_INSTANCE, get_metric
-from .calibration import MIN_RELIABLE_N, is_reliable
+from .calibration import MIN_RELIABLE_N, is_reliable, reliability
 from .corpus import GROUPS, Context
 from .stats import bootstrap_corpus, mean_ci_analytic
 from .worst_case import worst_case
@@ -154,10 +154,29 @@ def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig
                 metrics[name] = {**stats, **_info(name)}
                 if metrics[name]["family"] == "calibration" and not is_reliable(stats["n"]):
                     metrics[name]["warning"] = f"n={stats['n']} < {MIN_RELIABLE_N}: binned calibration is unreliable"
-    return {"scenario": cfg.name, "main_metric": cfg.main_metric, "metrics": metrics,
+    out = {"scenario": cfg.name, "main_metric": cfg.main_metric, "metrics": metrics,
             "n_instances": int(originals["instance_id"].nunique()),
             "n_variants": int(scores.loc[scores["perturbation"].notna(), "instance_id"].nunique()),
             "n_trials": int(scores["trial"].nunique())}
+    if "calibration" in corpus:
+        arrays = corpus["calibration"]
+        out["reliability"] = reliability(arrays["prob"].ravel(), arrays["correct"].ravel())
+    return out
+
+
+def group_means(scores: pd.DataFrame, frame: pd.DataFrame, cfg: ScenarioConfig) -> dict:
+    """Per value of the scenario's sample_group (MMLU's subject): n and mean of each per-instance
+    accuracy metric over the original instances; {} when the scenario has no groups."""
+    if not cfg.sample_group:
+        return {}
+    meta = frame.drop_duplicates("instance_id").set_index("instance_id")["metadata"]
+    group = meta.map(lambda m: str(json.loads(m).get(cfg.sample_group, "")))
+    rows = scores[scores["perturbation"].isna() & scores["metric"].isin(
+        [m for m in cfg.metrics if get_metric(m).kind in PER_INSTANCE and get_metric(m).family == "accuracy"])]
+    per = rows.groupby(["metric", "instance_id"])["value"].mean().reset_index()
+    per["group"] = per["instance_id"].map(group)
+    return {g: {m: {"n": int(len(v)), "mean": float(v["value"].mean())} for m, v in part.groupby("metric")}
+            for g, part in per.groupby("group")}
 
 
 def scorers(cfg: ScenarioConfig) -> dict[str, str]:

@@ -45,19 +45,48 @@ def fingerprint(summary: dict, tags: dict) -> str:
     return stable_id({"summary": summary, "tags": {k: v for k, v in tags.items() if k != "evaltrail.git_commit"}}, 32)
 
 
-def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
-             artifacts: list[Path]) -> tuple[str, bool]:
-    """Log one cell unless an identical run exists; return (run_id, created)."""
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag: the UI nests a run under this parent
+
+
+def _existing(experiment: str, fp: str):
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri())
     exp = mlflow.set_experiment(experiment)
-    fp = fingerprint(summary, tags)
     found = mlflow.search_runs([exp.experiment_id], filter_string=f"tags.`evaltrail.fingerprint` = '{fp}'",
                                output_format="list", max_results=1)
+    return found[0].info.run_id if found else None
+
+
+def log_parent(experiment: str, board, commit: str | None, artifacts: list[Path]) -> str:
+    """The aggregate run every cell run nests under: the leaderboard's numbers as its fingerprint,
+    its files as artifacts; reused while the leaderboard is unchanged."""
+    import mlflow
+
+    fp = stable_id({"leaderboard": board.to_dict(orient="records")}, 32)
+    found = _existing(experiment, fp)
     if found:
-        return found[0].info.run_id, False
-    with mlflow.start_run(run_name=name, tags={**tags, "evaltrail.fingerprint": fp}) as active:
+        return found
+    with mlflow.start_run(run_name="aggregate", tags={"evaltrail.fingerprint": fp, "evaltrail.kind": "aggregate",
+                                                      "evaltrail.git_commit": commit or ""}) as active:
+        for path in artifacts:
+            mlflow.log_artifact(str(path))
+        return active.info.run_id
+
+
+def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
+             artifacts: list[Path], parent: str | None = None) -> tuple[str, bool]:
+    """Log one cell unless an identical run exists (then move it under `parent`); return (run_id, created)."""
+    import mlflow
+
+    fp = fingerprint(summary, tags)
+    found = _existing(experiment, fp)
+    if found:
+        if parent:
+            mlflow.MlflowClient().set_tag(found, PARENT_TAG, parent)
+        return found, False
+    nest = {PARENT_TAG: parent} if parent else {}
+    with mlflow.start_run(run_name=name, tags={**tags, **nest, "evaltrail.fingerprint": fp}) as active:
         mlflow.log_params(flat_params(config))
         mlflow.log_metrics({f"{m}{suffix}": st[key] for m, st in summary["metrics"].items()
                             for suffix, key in (("", "mean"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
