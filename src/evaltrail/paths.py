@@ -39,7 +39,7 @@ def completions_path(scenario: str, model: str) -> Path:
 
 def infer_stats_path(scenario: str, model: str) -> Path:
     """What the infer stage itself cost: wall time, peak memory, requests computed vs cached."""
-    return Path("results/completions") / scenario / f"{model}.json"
+    return Path("results/costs") / scenario / f"{model}.json"
 
 
 def scores_path(scenario: str, model: str) -> Path:

@@ -3,7 +3,7 @@
 Each metric sums one completions column over an instance's requests. A cached completion keeps
 the runtime measured when it was computed, so these numbers describe the computation, not the
 (possibly cached) run that assembled the artifact; the infer stage's own wall time and peak
-memory are in results/completions/<scenario>/<model>.json.
+memory are in results/costs/<scenario>/<model>.json.
 """
 
 from __future__ import annotations
