@@ -112,3 +112,13 @@ def test_language_modeling_one_rolling_request_per_document():
     pairs = language_modeling.build(cfg, RUN, {"test": docs})
     assert {r.method for _, r in pairs} == {"loglikelihood_rolling"} and len(pairs) == 3
     assert sorted(r.prompt for _, r in pairs) == sorted(d.input for d in docs)
+
+
+def test_repeated_option_texts_are_distinct_requests():
+    cfg = ScenarioConfig(name="t", method="multiple_choice_separate", eval_split="test", metrics=["acc"],
+                         main_metric="acc", sources=[])
+    inst = make_instance("test", "Pick one", [Reference("same", True), Reference("other", False),
+                                              Reference("same", False)], {})
+    pairs = separate.build(cfg, RUN, {"test": [inst]})
+    ids = [r.request_id for _, r in pairs]
+    assert len(set(ids)) == 3 and pairs[0][1].content() == pairs[2][1].content()  # one cache entry, two rows

@@ -54,7 +54,7 @@ def make_instance(split: str, input: str, references: list[Reference],
 @dataclass(frozen=True)
 class Request:
     request_id: str
-    """Hash of (instance, trial, method, prompt, continuation, generation params)."""
+    """Hash of (instance, trial, option index, method, prompt, continuation, generation params)."""
     instance_id: str
     """The instance this request serves."""
     method: str
@@ -87,6 +87,8 @@ def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -
         raise ValueError(f"unknown request method {method!r}; valid: {', '.join(METHODS)}")
     draft = Request("", instance_id, method, prompt, trial=trial, **kw)
     marks = {"calibration": True} if draft.calibration else {}  # absent when false: ids stay as before
+    if draft.choice_index is not None:  # two options with the same text are still two requests
+        marks["choice_index"] = draft.choice_index
     rid = stable_id({"instance_id": instance_id, "trial": trial, **marks, **draft.content()})
     return Request(rid, instance_id, method, prompt, trial=trial, **kw)
 
