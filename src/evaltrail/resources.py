@@ -17,12 +17,11 @@ DIR = "resources"
 
 # What each perturbation word list (perturbations.registry Entry.needs) is read from.
 PERTURBATION_NEEDS = {"misspellings": "misspellings", "dialect": "dialect", "names": "bias_word_lists"}
-# Metrics that read a word list.
-METRIC_NEEDS = {"bias_word_lists": ("representation_", "stereotypes_")}
 
 
 def needed(cfg: ScenarioConfig) -> list[str]:
     """Names of the resources this scenario's perturbations and metrics read, sorted."""
+    from .metrics import get_metric
     from .perturbations.registry import REGISTRY
 
     names = set()
@@ -31,9 +30,10 @@ def needed(cfg: ScenarioConfig) -> list[str]:
             raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.perturbations: unknown {p!r}; "
                                  f"valid: {', '.join(sorted(REGISTRY))}")
         names.update(PERTURBATION_NEEDS[n] for n in REGISTRY[p].needs)
-    for res, prefixes in METRIC_NEEDS.items():
-        if any(m.startswith(prefixes) for m in cfg.metrics):
-            names.add(res)
+    for m in cfg.metrics:
+        metric = get_metric(m)
+        if metric.kind == "corpus":  # a corpus group names the word lists its inputs read
+            names.update(metric.fn.needs)
     return sorted(names)
 
 

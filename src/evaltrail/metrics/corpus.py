@@ -41,15 +41,17 @@ class Corpus:
     """Scored frame of the original instances -> per-instance arrays (None: nothing to score)."""
     compute: Callable[[Arrays], dict[str, float | None]]
     """Arrays (possibly a resample) -> metric values; None where undefined."""
+    needs: tuple[str, ...] = ()
+    """Pinned resources (params `resources`) the inputs read, fetched with the scenario."""
 
 
 GROUPS: dict[str, Corpus] = {}
 
 
-def corpus(name: str, metrics: dict[str, tuple[bool | None, str]], inputs):
+def corpus(name: str, metrics: dict[str, tuple[bool | None, str]], inputs, needs: tuple[str, ...] = ()):
     """Register a Corpus group: `metrics` maps each name to (higher_is_better, family)."""
     def deco(compute):
-        group = Corpus(name, tuple(metrics), inputs, compute)
+        group = Corpus(name, tuple(metrics), inputs, compute, needs)
         GROUPS[name] = group
         for m, (hib, family) in metrics.items():
             register(m, "corpus", hib, family)(group)
@@ -146,7 +148,7 @@ def tv_from_uniform(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.where(total[..., 0] > 0, tv, np.nan)
 
 
-@corpus("bias", bias_metric_names(), _bias_inputs)
+@corpus("bias", bias_metric_names(), _bias_inputs, needs=("bias_word_lists",))
 def _bias(a: Arrays) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for d in DEMOGRAPHICS:

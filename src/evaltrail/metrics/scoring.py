@@ -110,7 +110,7 @@ def score_frame(frame: pd.DataFrame, cfg: ScenarioConfig, adapter) -> pd.DataFra
 def corpus_inputs(frame: pd.DataFrame, cfg: ScenarioConfig, ctx: Context) -> dict[str, dict]:
     """Per corpus group the scenario uses: its per-instance arrays over the original instances."""
     originals = frame[frame["perturbation"].isna()]
-    groups = {get_metric(m).fn.name: get_metric(m).fn for m in cfg.metrics if get_metric(m).kind == "corpus"}
+    groups = {metric.fn.name: metric.fn for metric in map(get_metric, cfg.metrics) if metric.kind == "corpus"}
     out: dict[str, dict] = {}
     for name, group in sorted(groups.items()):
         arrays = group.inputs(originals, ctx)
@@ -141,8 +141,7 @@ def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig
     metrics with a seeded bootstrap CI over instances."""
     metrics = {}
     originals = scores[scores["perturbation"].isna()]
-    for name in sorted(originals["metric"].unique(), key=lambda m: (m.split("/")[0] not in cfg.metrics, m)):
-        rows = originals[originals["metric"] == name]
+    for name, rows in originals.groupby("metric", sort=True):
         stats = mean_ci_analytic(rows.groupby("instance_id", sort=True)["value"].mean().to_numpy())
         per_trial = rows.groupby("trial", sort=True)["value"].mean()
         stats["trial_means"] = [float(v) for v in per_trial]
