@@ -305,15 +305,17 @@ def test_leaderboard_tables_render_and_sort(page, report):
 
 
 def test_mmlu_drilldown_filters_and_variants(page, report, tmp_path):
+    from playwright.sync_api import expect  # retrying assertions: filters and routing run in event handlers
+
     made = report[1]["mmlu"]
     page.locator("a.scenario-link", has_text="mmlu").click()
     page.wait_for_selector("article.group")
-    assert page.locator("#overview").is_hidden()
+    expect(page.locator("#overview")).to_be_hidden()
     assert page.locator("#scenario-title").text_content() == "mmlu"
     view = page.locator("#scenario-view")
     assert "Hendrycks et al. (2021)" in view.text_content() and "5" * 64 in view.text_content()
     count = page.locator("#instance-count")
-    assert count.get_attribute("data-matching") == "3"
+    expect(count).to_have_attribute("data-matching", "3")
 
     first = page.locator(f"article.group[data-original='{made['ids'][0]}']")
     original, variant = first.locator("section.item.original"), first.locator("section.item.variant")
@@ -332,16 +334,16 @@ def test_mmlu_drilldown_filters_and_variants(page, report, tmp_path):
     assert XSS in xss.text_content() and page.evaluate("window.__pwned") is None
 
     page.select_option("#filter-correct", "correct")
-    assert count.get_attribute("data-matching") == "2"  # alpha_model: q1 and q3
+    expect(count).to_have_attribute("data-matching", "2")  # alpha_model: q1 and q3
     page.select_option("#filter-correct", "incorrect")
-    assert count.get_attribute("data-matching") == "1"
+    expect(count).to_have_attribute("data-matching", "1")
     page.select_option("#filter-model", "1")
-    assert count.get_attribute("data-matching") == "2"  # beta_model: q1 and q3 wrong
+    expect(count).to_have_attribute("data-matching", "2")  # beta_model: q1 and q3 wrong
     page.select_option("#filter-correct", "all")
     page.fill("#filter-text", "joules")
-    assert count.get_attribute("data-matching") == "1"
+    expect(count).to_have_attribute("data-matching", "1")
     page.fill("#filter-text", "")
-    assert count.get_attribute("data-matching") == "3"
+    expect(count).to_have_attribute("data-matching", "3")
 
     shot = tmp_path / "mmlu.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -350,6 +352,8 @@ def test_mmlu_drilldown_filters_and_variants(page, report, tmp_path):
 
 
 def test_hellaswag_drilldown_shows_options_and_choices(page, report, tmp_path):
+    from playwright.sync_api import expect
+
     made = report[1]["hellaswag"]
     page.goto(report[0].as_uri() + "#scenario/hellaswag")
     page.wait_for_selector("#scenario-title:text('hellaswag')")
@@ -362,9 +366,9 @@ def test_hellaswag_drilldown_shows_options_and_choices(page, report, tmp_path):
     assert second.locator("td.answer").all_text_contents() == ["2. chases it.", "3. files taxes."]
     page.select_option("#filter-correct", "incorrect")
     page.select_option("#filter-model", "1")
-    assert page.locator("#instance-count").get_attribute("data-matching") == "1"
+    expect(page.locator("#instance-count")).to_have_attribute("data-matching", "1")
     page.click("text=← Leaderboard")
-    assert page.locator("#overview").is_visible()
+    expect(page.locator("#overview")).to_be_visible()  # the hashchange handler runs after the click returns
     shot = tmp_path / "index.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 30_000
