@@ -5,11 +5,13 @@ import dataclasses
 
 import pandas as pd
 
-from evaltrail.aggregate import collect, families, leaderboard, metrics_json, pairwise, plots, to_markdown
+from evaltrail.aggregate import (collect, families, leaderboard, metrics_json, pairwise, plots, reproduction,
+                                 to_markdown)
 from evaltrail.config import load_params
-from evaltrail.io import write_json, write_text
+from evaltrail.io import read_json, write_json, write_text
 from evaltrail.paths import (FAMILIES_JSON, LEADERBOARD_CSV, LEADERBOARD_JSON, LEADERBOARD_MD, METRICS_JSON,
-                             MLFLOW_RUNS_JSON, PAIRWISE_JSON, PLOTS, scores_path, summary_path)
+                             MLFLOW_RUNS_JSON, PAIRWISE_JSON, PLOTS, REPRODUCTION_JSON, REPRODUCTION_MD,
+                             prepare_report_path, scores_path, summary_path)
 from evaltrail.provenance.lock import git_commit, load_lock
 from evaltrail.stage import run_stage
 from evaltrail.tracking import log_cell, log_parent, shown_uri, tracking_uri
@@ -18,7 +20,10 @@ from evaltrail.tracking.lineage import cell_tags
 
 def main() -> None:
     run = load_params()
+    card = reproduction.parse(run.reproduce, run)  # a bad `reproduce` block fails before anything is written
     summaries = collect(run)
+    prepared = {s: read_json(prepare_report_path(s)) for s in run.scenarios}  # evaluation-set sizes
+    reproduced = reproduction.table(card, run, summaries, prepared) if card else []
     board = leaderboard(summaries)
     tables = families.family_tables(summaries)
     outcomes = pairwise.main_outcomes({k: pd.read_parquet(scores_path(*k)) for k in summaries}, summaries)
@@ -36,12 +41,16 @@ def main() -> None:
     write_json(PAIRWISE_JSON, {"fit": fit, "ratings": ratings.reset_index().to_dict(orient="records"),
                                "differences": diffs.to_dict(orient="records")})
     write_json(METRICS_JSON, metrics_json(board))
+    sha = summaries[(run.scenarios[0], card.model)]["model_sha256"] if card else None
+    write_text(REPRODUCTION_MD, reproduction.to_markdown(card, reproduced, sha))
+    write_json(REPRODUCTION_JSON, {"suite": card.name if card else None, "model_sha256": sha, "rows": reproduced})
     for name, table in ((plots.ACC_VS_SPEED, plots.accuracy_vs_throughput(summaries)),
                         (plots.RELIABILITY, plots.reliability(summaries)), (plots.SUBJECTS, subjects)):
         write_text(PLOTS / name, table.to_csv(index=False, float_format="%.6f"))
 
     lock, commit, runs = load_lock(), git_commit(), {}
-    parent = log_parent(run.mlflow["experiment"], board, commit, [LEADERBOARD_CSV, LEADERBOARD_MD, PAIRWISE_JSON])
+    parent = log_parent(run.mlflow["experiment"], board, commit,
+                        [LEADERBOARD_CSV, LEADERBOARD_MD, PAIRWISE_JSON, REPRODUCTION_MD])
     for (s, m), summary in summaries.items():
         config = {"seed": run.seed, "max_eval_instances": run.max_eval_instances,
                   "scenario": dataclasses.asdict(run.scenario[s]), "model": dataclasses.asdict(run.model[m])}
@@ -53,6 +62,9 @@ def main() -> None:
     write_json(MLFLOW_RUNS_JSON, {"tracking_uri": shown_uri(tracking_uri()), "experiment": run.mlflow["experiment"],
                                   "parent": parent, "runs": runs})
     print(f"aggregate: {len(board)} leaderboard rows, {len(tables)} families -> {LEADERBOARD_MD}")
+    if card:
+        print(f"reproduction {card.name}: {sum(r['within_tolerance'] for r in reproduced)} of {len(reproduced)} "
+              f"rows within ±{card.tolerance:g} points -> {REPRODUCTION_MD}")
 
 
 if __name__ == "__main__":

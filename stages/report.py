@@ -1,8 +1,11 @@
 """report: a static HTML report (results/report/index.html) that opens from disk, no server."""
 
 from evaltrail.config import load_params
+from evaltrail.io import read_json
+from evaltrail.paths import MLFLOW_RUNS_JSON
 from evaltrail.report import REPORT_DIR, build_report
 from evaltrail.stage import run_stage
+from evaltrail.tracking import attach
 
 
 def main() -> None:
@@ -10,6 +13,9 @@ def main() -> None:
     largest = max(built.files, key=built.files.get)
     print(f"report: {len(built.files)} files, {built.total_bytes / 1e6:.2f} MB "
           f"(largest {largest}: {built.files[largest] / 1e6:.2f} MB) -> {built.index}")
+    parent = read_json(MLFLOW_RUNS_JSON)["parent"]
+    attach(parent, REPORT_DIR, "report")  # the aggregate run carries the report it summarizes
+    print(f"report: logged to MLflow run {parent} (artifact path report/)")
 
 
 if __name__ == "__main__":

@@ -127,6 +127,10 @@ def test_mlflow_holds_one_run_per_cell_with_lineage(repo):
     parent = json.loads((repo / "results" / "mlflow_runs.json").read_text())["parent"]
     assert {r.info.run_name: r.info.run_id for r in runs}["aggregate"] == parent
     assert all(r.data.tags.get("mlflow.parentRunId") == parent for r in runs if r.info.run_name != "aggregate")
+    client = mlflow.MlflowClient()
+    logged = {a.path for a in client.list_artifacts(parent)}
+    assert {"leaderboard.csv", "leaderboard.md", "reproduction.md", "report"} <= logged
+    assert "report/index.html" in {a.path for a in client.list_artifacts(parent, "report")}
     tags = {r.info.run_name: r.data.tags for r in runs}["hellaswag/" + SMOLLM]
     assert tags["evaltrail.model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     assert tags["data.sha256.hellaswag/validation.arrow"].startswith("5d21a8cf")

@@ -32,6 +32,11 @@ def test_mmlu_loads_subjects_and_selects_their_sources(tmp_path):
     assert inst.gold_indices == (2,) and inst.metadata["subject_name"] == "anatomy"
 
 
+def test_mmlu_all_selects_every_pinned_subject():
+    assert [s["file"] for s in get_scenario("mmlu").sources(mmlu_cfg("all"))] == [
+        "anatomy/dev.arrow", "anatomy/test.arrow", "virology/dev.arrow", "virology/test.arrow"]
+
+
 def test_mmlu_unknown_subject_lists_valid(tmp_path):
     with pytest.raises(EvaltrailError, match="unknown subject 'anatomyy'; valid: anatomy, virology"):
         get_scenario("mmlu").sources(mmlu_cfg(["anatomyy"]))

@@ -103,9 +103,11 @@ class RunConfig:
     mlflow: dict
     resources: dict = field(default_factory=dict)
     """Pinned word lists (name -> source) that perturbations and bias metrics read."""
+    reproduce: dict = field(default_factory=dict)
+    """A model card's published rows this suite reproduces (evaltrail.aggregate.reproduction)."""
 
 
-def _build(cls, data: Any, where: str, **fixed):
+def build(cls, data: Any, where: str, **fixed):
     """Construct dataclass `cls` from a mapping, naming `where` on any bad key."""
     if not isinstance(data, dict):
         raise EvaltrailError(f"{where}: expected a mapping, got {type(data).__name__}")
@@ -128,15 +130,15 @@ def _build(cls, data: Any, where: str, **fixed):
 
 def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     raw = dict(raw)
-    scen = {n: _build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
+    scen = {n: build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
             for n, c in (raw.pop("scenario", None) or {}).items()}
     for n, c in scen.items():
         if c.main_metric is not None and c.main_metric not in c.metrics:
             raise EvaltrailError(f"{source}: scenario.{n}.main_metric: {c.main_metric!r} is not among "
                                  f"its metrics ({', '.join(c.metrics)})")
-    mods = {n: _build(ModelConfig, c, f"{source}: model.{n}", name=n)
+    mods = {n: build(ModelConfig, c, f"{source}: model.{n}", name=n)
             for n, c in (raw.pop("model", None) or {}).items()}
-    return _build(RunConfig, {**raw, "scenario": scen, "model": mods}, source)
+    return build(RunConfig, {**raw, "scenario": scen, "model": mods}, source)
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
@@ -176,7 +178,7 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
         raise EvaltrailError(f"{conf_dir}/scenario/{name}.yaml: {str(exc).splitlines()[0]}; valid: "
                              + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
     raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
-    return _build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)
+    return build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)
 
 
 def resources_from_conf(conf_dir: str | Path = "conf") -> dict:

@@ -58,6 +58,8 @@ METRICS_JSON = RESULTS / "metrics.json"
 MLFLOW_RUNS_JSON = RESULTS / "mlflow_runs.json"
 FAMILIES_JSON = RESULTS / "leaderboard_families.json"
 PAIRWISE_JSON = RESULTS / "pairwise.json"
+REPRODUCTION_MD = RESULTS / "reproduction.md"
+REPRODUCTION_JSON = RESULTS / "reproduction.json"
 PLOTS = RESULTS / "plots"
 REPORT = RESULTS / "report"
 

@@ -10,9 +10,12 @@ from ..errors import EvaltrailError
 
 
 def chosen(cfg: ScenarioConfig, option: str, key_of: Callable[[dict], str], noun: str) -> list[str]:
-    """The keys named by `cfg.options[option]`, each checked against the pinned sources."""
+    """The keys named by `cfg.options[option]`, each checked against the pinned sources; "all"
+    names every key the sources have."""
     available = sorted({key_of(s) for s in cfg.sources})
     wanted = cfg.options.get(option) or []
+    if wanted == "all":
+        return available
     bad = [k for k in wanted if k not in available]
     if bad or not wanted:
         problem = f"unknown {noun} {bad[0]!r}" if bad else "empty"

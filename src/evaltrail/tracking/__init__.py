@@ -74,6 +74,14 @@ def log_parent(experiment: str, board, commit: str | None, artifacts: list[Path]
         return active.info.run_id
 
 
+def attach(run_id: str, directory: Path, artifact_path: str) -> None:
+    """Add a directory's files to an existing run (the aggregate parent gets the HTML report)."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri())
+    mlflow.MlflowClient().log_artifacts(run_id, str(directory), artifact_path)
+
+
 def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
              artifacts: list[Path], parent: str | None = None) -> tuple[str, bool]:
     """Log one cell unless an identical run exists (then move it under `parent`); return (run_id, created)."""

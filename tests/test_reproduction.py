@@ -1,0 +1,125 @@
+"""Reproduction tables: the cards' rows as configured, and measured vs published arithmetic."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from evaltrail.aggregate import reproduction
+from evaltrail.config import parse_params
+from evaltrail.errors import EvaltrailError
+
+from .conftest import ROOT
+
+
+def compose(suite: str, *overrides: str):
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
+        cfg = hydra_compose("config", overrides=[f"suite={suite}", *overrides])
+    return parse_params(OmegaConf.to_container(cfg, resolve=True))
+
+
+# The numbers the two model cards publish (issue: "Reproducing a published result").
+CARDS = {
+    "reproduce_gemma3_270m_card": ("gemma3_270m", {
+        "PIQA": (67.7, 0), "ARC-e": (57.7, 0), "BoolQ": (61.4, 0), "HellaSwag": (40.9, 10), "ARC-c": (29.0, 25),
+        "WinoGrande": (52.0, 5)}),
+    "reproduce_smollm2_135m_instruct_card": ("smollm2_135m_instruct", {
+        "HellaSwag": (40.9, 0), "ARC (average)": (37.3, 0), "PIQA": (66.3, 0), "MMLU (cloze)": (29.3, 0)}),
+}
+
+
+@pytest.mark.parametrize("suite", sorted(CARDS))
+def test_card_suites_hold_the_published_rows_and_match_their_shots(suite):
+    run = compose(suite)
+    card = reproduction.parse(run.reproduce, run)
+    model, rows = CARDS[suite]
+    assert card.name == suite and run.models == [model] == [card.model] and card.tolerance == 2.0
+    assert {r.benchmark: (r.value, r.shots) for r in card.rows} == rows
+    assert card.source.startswith("https://huggingface.co/")
+    for row in card.rows:  # each scenario is configured with the card's number of shots
+        assert all(run.scenario[s].num_shots == row.shots for s in row.scenarios), row.benchmark
+    assert run.max_eval_instances is None  # complete evaluation sets
+
+
+def test_smollm2_card_uses_all_mmlu_subjects():
+    run = compose("reproduce_smollm2_135m_instruct_card")
+    assert run.scenario["mmlu_cloze"].options["subjects"] == "all"
+    assert [r.scenarios for r in reproduction.parse(run.reproduce, run).rows if r.benchmark.startswith("ARC")] == [
+        ["arc_easy", "arc_challenge"]]
+
+
+def test_default_suite_reproduces_nothing():
+    run = compose("default")
+    assert reproduction.parse(run.reproduce, run) is None
+    assert "reproduces no published result" in reproduction.to_markdown(None, [])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r["rows"][0].update(scenarios=["mmlu"]), "rows[0].scenarios: 'mmlu' is not a scenario"),
+    (lambda r: r["rows"][1].update(metric="bleu_4"), "rows[1].metric: 'bleu_4' is not scored on arc_easy"),
+    (lambda r: r["rows"][0].update(valu=1.0), "rows[0].valu: unknown key"),
+    (lambda r: r.update(model="gpt"), "reproduce.model: 'gpt' is not a model"),
+    (lambda r: r.update(rows=[]), "reproduce.rows: a non-empty list"),
+])
+def test_bad_reproduce_block_names_the_key(edit, message):
+    run = compose("reproduce_gemma3_270m_card")
+    raw = {**run.reproduce, "rows": [dict(r) for r in run.reproduce["rows"]]}
+    edit(raw)
+    with pytest.raises(EvaltrailError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        reproduction.parse(raw, run)
+
+
+def _summary(mean, low, high, n):
+    return {"metrics": {"acc_norm": {"mean": mean, "ci_low": low, "ci_high": high, "n": n}}}
+
+
+def test_table_measures_delta_ci_and_names_every_difference():
+    run = compose("reproduce_smollm2_135m_instruct_card", "max_eval_instances=100")
+    card = reproduction.parse(run.reproduce, run)
+    m = card.model
+    summaries = {("hellaswag", m): _summary(0.40, 0.31, 0.50, 100), ("arc_easy", m): _summary(0.50, 0.40, 0.60, 100),
+                 ("arc_challenge", m): _summary(0.30, 0.22, 0.38, 100), ("piqa", m): _summary(0.66, 0.56, 0.75, 100),
+                 ("mmlu_cloze", m): _summary(0.29, 0.27, 0.31, 2000)}
+    prepared = {"hellaswag": {"loaded": {"validation": 10042}}, "arc_easy": {"loaded": {"validation": 570}},
+                "arc_challenge": {"loaded": {"validation": 299}}, "piqa": {"loaded": {"validation": 100}},
+                "mmlu_cloze": {"loaded": {"test": 2000, "dev": 285}}}
+    rows = {r["benchmark"]: r for r in reproduction.table(card, run, summaries, prepared)}
+
+    hs = rows["HellaSwag"]
+    assert (hs["measured"], hs["ci_low"], hs["ci_high"], hs["n"]) == (40.0, 31.0, 50.0, 100)
+    assert hs["delta"] == pytest.approx(-0.9) and hs["within_tolerance"] and hs["published_in_ci"]
+    assert hs["differs"] == ["seeded sample of 100 of 10,042 instances"]
+
+    arc = rows["ARC (average)"]  # equal-weight mean; CI half-widths combined in quadrature
+    half = math.sqrt(10.0 ** 2 + 8.0 ** 2) / 2
+    assert arc["measured"] == 40.0 and arc["n"] == 200
+    assert arc["ci_low"] == pytest.approx(40 - half, abs=1e-4) and arc["ci_high"] == pytest.approx(40 + half, abs=1e-4)
+    assert arc["delta"] == pytest.approx(2.7) and not arc["within_tolerance"] and arc["published_in_ci"]
+    assert "arc_easy: split validation (card test)" in arc["differs"]
+    assert "arc_challenge: seeded sample of 100 of 299 instances" in arc["differs"]
+    assert arc["differs"][-1] == "mean of ARC-Easy and ARC-Challenge"
+
+    assert rows["PIQA"]["differs"] == []  # the complete validation set, 0-shot, as the card
+    assert rows["MMLU (cloze)"]["differs"] == ["micro average over questions (the card does not say micro or macro)"]
+
+    md = reproduction.to_markdown(card, list(rows.values()), "b" * 64)
+    assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + len(rows)  # header, one line per row
+    assert "| HellaSwag | 0-shot, validation, per character | acc_norm on hellaswag | 100 | 40.9 | 40.0 [31.0, 50.0] | -0.9 | yes | yes |" in md
+    assert f"**{sum(r['within_tolerance'] for r in rows.values())} of 4**" in md and "b" * 64 in md
+
+
+def test_few_shot_rows_name_where_the_shots_come_from():
+    run = compose("reproduce_gemma3_270m_card")
+    card = reproduction.parse(run.reproduce, run)
+    m = card.model
+    hs = next(r for r in card.rows if r.benchmark == "HellaSwag")
+    rec = reproduction.table(reproduction.Reproduction(card.name, m, card.source, [hs]), run,
+                             {("hellaswag", m): _summary(0.42, 0.41, 0.43, 10042)},
+                             {"hellaswag": {"loaded": {"validation": 10042}}})[0]
+    assert rec["differs"] == ["shots drawn from validation, never the instance itself"]
+    assert os.path.basename(card.source) == "gemma-3-270m"
