@@ -112,3 +112,25 @@ def test_every_family_is_registered():
     for name in ("prefix_exact_match", "squad_f1", "rouge_2", "bleu_4", "ece_10_bin", "selective_acc_at_10",
                  "expected_max_toxicity", "representation_gender", "bbq_bias_ambiguous", "tokens_per_s"):
         assert name in list_metrics()
+
+
+def test_mean_ci_count_resampling_matches_instance_resampling():
+    """Few distinct values are resampled as multinomial counts; the interval must agree with
+    resampling instances (the two are the same distribution), here to Monte Carlo precision."""
+    from evaltrail.metrics import stats
+
+    x = np.random.default_rng(1).choice([-1.0, 0.0, 1.0], size=400, p=[0.2, 0.5, 0.3])
+    counts = stats.mean_ci(x, samples=20_000, seed=0)
+    few = stats.FEW_VALUES
+    try:
+        stats.FEW_VALUES = 0  # force the instance-resampling path
+        instances = stats.mean_ci(x, samples=20_000, seed=0)
+    finally:
+        stats.FEW_VALUES = few
+    assert counts["mean"] == instances["mean"] == pytest.approx(0.1, abs=0.05)
+    assert counts["ci_low"] == pytest.approx(instances["ci_low"], abs=0.005)
+    assert counts["ci_high"] == pytest.approx(instances["ci_high"], abs=0.005)
+    # many distinct values take the blocked instance path; the block size does not change the draws' law
+    y = np.random.default_rng(2).normal(size=300)
+    st = stats.mean_ci(y, samples=2_000, seed=0)
+    assert st["ci_low"] < st["mean"] < st["ci_high"]

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
+from scipy.optimize import minimize
+from scipy.special import expit
 
 from ..metrics.stats import mean_ci
 
@@ -140,20 +140,27 @@ def battles_from_outcomes(outcomes: pd.DataFrame, direction: Direction, *, tie_t
 
 @dataclass(frozen=True)
 class _Battles:
-    """Battles as integer arrays, oriented so a < b: the form every fit and bootstrap round reuses."""
+    """Battles collapsed to distinct (a, b, score) outcomes with counts, oriented so a < b: the form
+    every fit and bootstrap round reuses (a million battles of two models are six rows)."""
 
     models: list[str]
     """Sorted model names; the indices below point into this list."""
     a: np.ndarray
-    """Index of the lower-indexed model of each battle."""
+    """Index of the lower-indexed model of each outcome."""
     b: np.ndarray
     """Index of the other model."""
     score: np.ndarray
     """Points of model `a`: 1 win, 0.5 tie, 0 loss."""
+    count: np.ndarray
+    """How many battles had this outcome."""
+
+    @property
+    def n(self) -> int:
+        return int(self.count.sum())
 
 
 def _encode(battles: pd.DataFrame) -> _Battles:
-    """Validate and encode once, so bootstrap rounds only reweight arrays."""
+    """Validate and encode once, so bootstrap rounds only reweight a few counts."""
     absent = [c for c in ("model_a", "model_b", "winner") if c not in battles.columns]
     if absent:
         raise ValueError(f"battles lack columns {absent}")
@@ -172,7 +179,12 @@ def _encode(battles: pd.DataFrame) -> _Battles:
     score = np.where(winner == "model_a", 1.0, np.where(winner == "model_b", 0.0, 0.5))
     swap = ia > ib
     a, b = np.where(swap, ib, ia), np.where(swap, ia, ib)
-    return _Battles(models=models, a=a, b=b, score=np.where(swap, 1.0 - score, score))
+    points = np.where(swap, 1.0 - score, score)
+    # outcome code: pair, then 0 / 1 / 2 for a's 0 / 0.5 / 1 points; np.unique sorts, so the order is fixed
+    keys, count = np.unique((a * len(models) + b) * 3 + (2 * points).astype(np.int64), return_counts=True)
+    pair, half = np.divmod(keys, 3)
+    ua, ub = np.divmod(pair, len(models))
+    return _Battles(models=models, a=ua, b=ub, score=half / 2.0, count=count.astype(np.float64))
 
 
 def _mle_exists(enc: _Battles, weights: np.ndarray) -> bool:
@@ -226,16 +238,35 @@ def _anchor(ratings: np.ndarray, models: list[str], anchor: str | None, anchor_r
     return ratings + (anchor_rating - ref)
 
 
+def _loss(beta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float):
+    """Weighted logistic loss (+ L2 term alpha/2 |beta|^2) and its gradient."""
+    z = X @ beta
+    p = expit(z)
+    value = w @ (np.logaddexp(0.0, z) - y * z) + 0.5 * alpha * beta @ beta
+    return value, X.T @ (w * (p - y)) + alpha * beta
+
+
+def _loss_hessp(beta, v, X, y, w, alpha):
+    p = expit(X @ beta)
+    return X.T @ (w * p * (1.0 - p) * (X @ v)) + alpha * v
+
+
 def _fit(enc: _Battles, weights: np.ndarray, *, scale: float, base: float, C: float | None,
-         anchor: str | None, anchor_rating: float) -> np.ndarray:
-    """One BT fit with scikit-learn; models without a battle under `weights` get NaN."""
+         anchor: str | None, anchor_rating: float, start: np.ndarray | None = None) -> np.ndarray:
+    """One BT fit; models without a battle under `weights` get NaN.
+
+    The logistic regression scikit-learn's LogisticRegression(fit_intercept=False) solves (C: its
+    inverse L2 strength), minimized with scipy's Newton-CG from the exact gradient and Hessian
+    product: the same optimum (tested against scikit-learn) without scikit-learn's per-call input
+    validation, which dominated the 2,000 bootstrap fits of a tiny problem. Starting at 0, CG stays
+    orthogonal to the flat direction (adding a constant to every rating), as the rows sum to 0.
+    Bootstrap rounds `start` from the full fit's coefficients (mean 0), a point the optimum is near."""
     X, y, w = _design(enc, weights, math.log(base))
-    # newton-cg: same optimum as the notebook's lbfgs, a few times faster on these tiny problems, and the
-    # flat direction (adding a constant to every rating) is harmless since CG starts at 0 orthogonal to it.
-    lr = LogisticRegression(C=np.inf if C is None else C, fit_intercept=False, solver="newton-cg", tol=1e-8,
-                            max_iter=1000)
-    lr.fit(X, y, sample_weight=w)
-    ratings = scale * lr.coef_[0]
+    alpha = 0.0 if C is None else 1.0 / C
+    x0 = np.zeros(len(enc.models)) if start is None else start
+    res = minimize(_loss, x0, args=(X, y, w, alpha), method="Newton-CG", jac=True,
+                   hessp=_loss_hessp, options={"xtol": 1e-10, "maxiter": 1000})
+    ratings = scale * res.x
     played = np.bincount(enc.a, weights, len(enc.models)) + np.bincount(enc.b, weights, len(enc.models)) > 0
     ratings[~played] = np.nan
     return _anchor(ratings, enc.models, anchor, anchor_rating)
@@ -254,7 +285,7 @@ def bt_ratings(battles: pd.DataFrame, *, anchor: str | None = None, anchor_ratin
     enc = _encode(battles)
     if anchor is not None and anchor not in enc.models:
         raise ValueError(f"anchor {anchor!r} is not in the battles")
-    weights = np.ones(len(enc.a))
+    weights = enc.count
     if C is None and not _mle_exists(enc, weights):
         raise ValueError("the unpenalized Bradley–Terry MLE does not exist: some models never lose (or never "
                          "win) against the rest; pass a finite C for a penalized fit")
@@ -314,22 +345,25 @@ def arena_ratings(battles: pd.DataFrame, samples: int, seed: int, level: float =
         raise ValueError("samples must be at least 1")
     point = bt_ratings(battles, anchor=anchor, anchor_rating=anchor_rating, scale=scale, base=base, C=C)
     enc = _encode(battles)
-    n = len(enc.a)
+    n, share = enc.n, enc.count / enc.n
+    start = np.nan_to_num((point.reindex(enc.models) - point.mean()).to_numpy() / scale)
     rng = np.random.default_rng(seed)
     rows, degenerate = [], 0
     for _ in range(samples):
-        weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype("float64")
+        # drawing n battles with replacement = a multinomial draw of how often each distinct outcome recurs
+        weights = rng.multinomial(n, share).astype("float64")
         if C is None and not _mle_exists(enc, weights):
             degenerate += 1
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            rows.append(_fit(enc, weights, scale=scale, base=base, C=C, anchor=anchor, anchor_rating=anchor_rating))
+            warnings.simplefilter("ignore", RuntimeWarning)  # a degenerate round's line search runs off
+            rows.append(_fit(enc, weights, scale=scale, base=base, C=C, anchor=anchor, anchor_rating=anchor_rating,
+                             start=start))
     boot = pd.DataFrame(rows, columns=enc.models)
     alpha = (1.0 - level) / 2
     lo = pd.Series(np.nanquantile(boot.to_numpy(), alpha, axis=0), index=enc.models)
     hi = pd.Series(np.nanquantile(boot.to_numpy(), 1 - alpha, axis=0), index=enc.models)
-    counts = pd.Series(np.bincount(enc.a, minlength=len(enc.models)) + np.bincount(enc.b, minlength=len(enc.models)),
-                       index=enc.models)
+    counts = pd.Series((np.bincount(enc.a, enc.count, len(enc.models))
+                        + np.bincount(enc.b, enc.count, len(enc.models))).astype(np.int64), index=enc.models)
     table = pd.DataFrame({"rating": point, "ci_low": lo, "ci_high": hi,
                           "rank": rank_by_ci(lo, hi), "battles": counts}).loc[point.index]
     table.index.name = "model"

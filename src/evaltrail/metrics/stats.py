@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+FEW_VALUES = 64
+"""Up to this many distinct values, mean_ci resamples value counts instead of instances."""
+BLOCK = 4_000_000
+"""Values resampled at once (32 MB of float64) when resampling instances."""
+
 
 def mean_ci(values, samples: int, seed: int, level: float = 0.95) -> dict:
     """Mean of `values` with a percentile-bootstrap CI over instances (deterministic given seed)."""
@@ -15,8 +20,15 @@ def mean_ci(values, samples: int, seed: int, level: float = 0.95) -> dict:
     if n == 1 or samples <= 0:
         return {"n": n, "mean": mean, "ci_low": mean, "ci_high": mean}
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(samples, n))
-    boot = x[idx].mean(axis=1)
+    values_, counts = np.unique(x, return_counts=True)
+    if len(values_) <= FEW_VALUES:
+        # few distinct values (0/1 scores, their paired differences): a resample of n instances is a
+        # multinomial draw of how often each value recurs; same distribution, O(samples x values)
+        boot = rng.multinomial(n, counts / n, size=samples) @ values_ / n
+    else:  # index resampling in blocks of rows, so memory stays near BLOCK values
+        rows = max(1, BLOCK // n)
+        boot = np.concatenate([x[rng.integers(0, n, size=(min(rows, samples - i), n))].mean(axis=1)
+                               for i in range(0, samples, rows)])
     alpha = (1.0 - level) / 2
     lo, hi = np.quantile(boot, [alpha, 1 - alpha])
     return {"n": n, "mean": mean, "ci_low": float(lo), "ci_high": float(hi)}

@@ -1,0 +1,65 @@
+"""Real workloads for the benchmarks: a scenario's requests and a model backend, built with the
+library exactly as the prepare and infer stages build them (sources fetched and verified into a
+scratch directory, weights assembled and verified into the evaltrail cache)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from evaltrail import resources
+from evaltrail.adapters import get_adapter
+from evaltrail.config import RunConfig, parse_params
+from evaltrail.models import load_backend
+from evaltrail.models.weights import materialize
+from evaltrail.paths import cache_dir
+from evaltrail.scenarios import get_scenario
+from evaltrail.schema import prompts_table
+from evaltrail.sources import fetch_dir
+
+from common import ROOT
+
+
+def run_config(suite: str = "core", overrides: tuple[str, ...] = ()) -> RunConfig:
+    """params.yaml as `dvc exp run -S suite=<suite>` would compose it."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
+        cfg = compose("config", overrides=[f"suite={suite}", *overrides])
+    return parse_params(OmegaConf.to_container(cfg, resolve=True))
+
+
+def requests(run: RunConfig, scenario: str, n: int | None) -> pd.DataFrame:
+    """The prompts Parquet rows prepare would write for `scenario`, with `n` sampled instances."""
+    cfg = dataclasses.replace(run.scenario[scenario], max_eval_instances=n, perturbations=[])
+    loader = get_scenario(scenario)
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp)
+        fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw, cache_dir(), scenario)
+        splits = loader.load(cfg, raw)
+        pairs = get_adapter(cfg.method).build(cfg, run, splits, {})
+    return prompts_table(pairs).to_pandas()
+
+
+def weights(run: RunConfig, model: str) -> tuple[Path, str]:
+    """The model's GGUF (assembled once into the cache) and its sha256."""
+    cfg = run.model[model]
+    dest = cache_dir() / "bench" / f"{model}.gguf"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    info = materialize(cfg, dest, dest.with_suffix(".json"), cache_dir())
+    return dest, info["sha256"]
+
+
+def backend(run: RunConfig, model: str, **changes):
+    """The embedded backend with config `changes` (e.g. prefix_reuse=False)."""
+    path, sha = weights(run, model)
+    return load_backend(dataclasses.replace(run.model[model], **changes), path, sha)
+
+
+def threads(run: RunConfig, model: str) -> int:
+    return run.model[model].n_threads or os.cpu_count() or 1
