@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from common import command, git_commit, machine, median, write_section  # noqa: E402
+from common import median, preamble, write_section  # noqa: E402
 
 MODELS = ["model_a", "model_b"]
 SCENARIOS = [f"scenario_{i}" for i in range(5)]
@@ -89,10 +89,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child)))
         return
-    head = machine()
-    print(head)
-    lines = [head, "", f"`{command()}` at commit {git_commit()}: {len(MODELS)} models x {len(SCENARIOS)} scenarios x "
-             f"{len(METRICS)} metrics; bootstrap 2,000 samples; a fresh process per run.", "",
+    lines = preamble(f"{len(MODELS)} models x {len(SCENARIOS)} scenarios x {len(METRICS)} metrics; bootstrap 2,000 "
+                     f"samples; a fresh process per run.") + [
              "| per-instance rows | battles | wall s (median) | peak RSS MB (median) | wall per 1M rows |",
              "|---|---|---|---|---|"]
     for size in args.sizes:

@@ -55,6 +55,13 @@ def write_section(name: str, lines: list[str]) -> None:
     print(f"-> {RESULTS.relative_to(ROOT)} ## {name}")
 
 
+def preamble(what: str) -> list[str]:
+    """Print the machine line; return a section's opening lines: machine, command, commit, `what`."""
+    head = machine()
+    print(head)
+    return [head, "", f"`{command()}` at commit {git_commit()}: {what}", ""]
+
+
 def git_commit() -> str:
     out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return out.stdout.strip() or "unknown"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,11 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402
 
-from common import command, git_commit, machine, median, write_section  # noqa: E402
-from evaltrail.models import identity  # noqa: E402
-from evaltrail.models.cache import RequestCache  # noqa: E402
-from evaltrail.models.infer import run_requests  # noqa: E402
-from workload import backend, requests, run_config, threads, weights  # noqa: E402
+from common import median, preamble, write_section  # noqa: E402
+from workload import backend, requests, run_config, threads, timed_infer, weights  # noqa: E402
 
 
 def infer_side(run, model, prompts, **changes) -> tuple[float, int, list[list[int]]]:
@@ -41,13 +37,8 @@ def infer_side(run, model, prompts, **changes) -> tuple[float, int, list[list[in
         return out
 
     b.loglikelihood = recording
-    with tempfile.TemporaryDirectory() as tmp:
-        cache = RequestCache(Path(tmp) / "requests.sqlite")
-        t0 = time.perf_counter()
-        table, _ = run_requests(prompts, identity(b.cfg, b.sha256), cache, lambda: b, "infer")
-        wall = time.perf_counter() - t0
-        cache.close()
-    return wall, sum(table.column("num_evaluated_tokens").to_pylist()), seqs
+    wall, table = timed_infer(b, prompts)
+    return wall, int(table["num_evaluated_tokens"].sum()), seqs
 
 
 def raw_side(run, model, seqs: list[list[int]]) -> float:
@@ -72,10 +63,8 @@ def main() -> None:
     args = ap.parse_args()
     run = run_config("core")
     prompts = requests(run, args.scenario, args.instances)
-    head = machine()
-    print(head)
-    lines = [head, "", f"`{command()}` at commit {git_commit()}: {args.scenario}, {args.instances} instances "
-             f"({len(prompts)} loglikelihood requests), {args.repeats} interleaved repeats.", "",
+    lines = preamble(f"{args.scenario}, {args.instances} instances ({len(prompts)} loglikelihood requests), "
+                     f"{args.repeats} interleaved repeats.") + [
              "| model | tokens | raw eval tok/s | infer stage tok/s (no reuse) | ratio | infer with prefix reuse: "
              "tokens evaluated, wall s | naive tok/s with reuse |", "|---|---|---|---|---|---|---|"]
     for model in args.models:

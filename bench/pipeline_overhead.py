@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
 
-from common import ROOT, command, git_commit, machine, median, write_section  # noqa: E402
+from common import ROOT, median, preamble, write_section  # noqa: E402
 
 SKIP = {".venv", "mlruns", "bench", "__pycache__", ".pytest_cache"}
 
@@ -57,8 +57,6 @@ def main() -> None:
     ap.add_argument("--metric", default="ece_1_bin", help="metric dropped from that scenario")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    head = machine()
-    print(head)
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "ws"
         shutil.copytree(args.repo, repo, symlinks=True, copy_function=_copy, ignore=lambda d, names: [n for n in names if n in SKIP])
@@ -84,8 +82,8 @@ def main() -> None:
         back_wall, back_out = timed(repo, "repro")
     ran, ran_back = stages_run(change_out), stages_run(back_out)
     infer = [s for s in ran + ran_back if s.startswith("infer")]
-    lines = [head, "", f"`{command()}` at commit {git_commit()} on a copy of `{args.repo}` "
-             f"({len(params['scenarios'])} scenarios x {len(params['models'])} models, {n_stages} stages).", "",
+    lines = preamble(f"a copy of `{args.repo}` ({len(params['scenarios'])} scenarios x {len(params['models'])} "
+                     f"models, {n_stages} stages).") + [
              "| what | wall s (median) | runs |", "|---|---|---|",
              f"| no-op `dvc repro` | {median(noop):.2f} | {args.repeats} (first after copying: {first:.2f}) |",
              f"| `dvc status` | {median(status):.2f} | {args.repeats} |",

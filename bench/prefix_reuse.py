@@ -13,30 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from common import command, git_commit, machine, median, write_section  # noqa: E402
-from evaltrail.models import identity  # noqa: E402
-from evaltrail.models.cache import RequestCache  # noqa: E402
-from evaltrail.models.infer import run_requests  # noqa: E402
-from workload import backend, requests, run_config  # noqa: E402
-
-
-def infer(run, model, prompts, reuse: bool):
-    b = backend(run, model, prefix_reuse=reuse)
-    with tempfile.TemporaryDirectory() as tmp:
-        cache = RequestCache(Path(tmp) / "requests.sqlite")
-        t0 = time.perf_counter()
-        table, _ = run_requests(prompts, identity(b.cfg, b.sha256), cache, lambda: b, f"reuse={reuse}")
-        wall = time.perf_counter() - t0
-        cache.close()
-    return wall, table.to_pandas()
+from common import median, preamble, write_section  # noqa: E402
+from workload import backend, requests, run_config, timed_infer  # noqa: E402
 
 
 def main() -> None:
@@ -47,10 +31,8 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["smollm2_135m_instruct", "gemma3_270m"])
     args = ap.parse_args()
     run = run_config("core")
-    head = machine()
-    print(head)
-    lines = [head, "", f"`{command()}` at commit {git_commit()}: {args.instances} instances per scenario, "
-             f"{args.repeats} interleaved repeats; naive = every request evaluated from scratch.", "",
+    lines = preamble(f"{args.instances} instances per scenario, {args.repeats} interleaved repeats; naive = every "
+                     f"request evaluated from scratch.") + [
              "| scenario | model | requests | naive tokens | evaluated with reuse | ratio | wall s without | "
              "wall s with | speed-up | max abs logprob diff |", "|---|---|---|---|---|---|---|---|---|---|"]
     for scenario in args.scenarios:
@@ -60,7 +42,7 @@ def main() -> None:
             tables = {}
             for _ in range(args.repeats):
                 for reuse in (False, True):
-                    wall, tables[reuse] = infer(run, model, prompts, reuse)
+                    wall, tables[reuse] = timed_infer(backend(run, model, prefix_reuse=reuse), prompts, f"reuse={reuse}")
                     walls[reuse].append(wall)
             naive = int(tables[False]["num_evaluated_tokens"].sum())
             used = int(tables[True]["num_evaluated_tokens"].sum())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,9 @@ import pandas as pd
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
 from evaltrail.config import RunConfig, parse_params
-from evaltrail.models import load_backend
+from evaltrail.models import identity, load_backend
+from evaltrail.models.cache import RequestCache
+from evaltrail.models.infer import run_requests
 from evaltrail.models.weights import materialize
 from evaltrail.paths import cache_dir
 from evaltrail.scenarios import get_scenario
@@ -59,6 +62,18 @@ def backend(run: RunConfig, model: str, **changes):
     """The embedded backend with config `changes` (e.g. prefix_reuse=False)."""
     path, sha = weights(run, model)
     return load_backend(dataclasses.replace(run.model[model], **changes), path, sha)
+
+
+def timed_infer(b, prompts: pd.DataFrame, desc: str = "infer") -> tuple[float, pd.DataFrame]:
+    """The infer stage's loop (`run_requests`, a fresh request cache) over `prompts` with backend
+    `b`: wall seconds and the completions."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = RequestCache(Path(tmp) / "requests.sqlite")
+        t0 = time.perf_counter()
+        table, _ = run_requests(prompts, identity(b.cfg, b.sha256), cache, lambda: b, desc)
+        wall = time.perf_counter() - t0
+        cache.close()
+    return wall, table.to_pandas()
 
 
 def threads(run: RunConfig, model: str) -> int:
