@@ -4,8 +4,9 @@ Both sides get the same prompts (HellaSwag by default), the same weights, contex
 and threads. The infer side runs `run_requests` exactly as the stage does (request cache,
 completions table) with prefix reuse off, so both evaluate every token of every request; its
 token stream is read back from the KV cache after each request and fed to a raw
-`llama_cpp.Llama.eval`. Reported: prompt tokens/s of each side (median of --repeats runs,
-interleaved), their ratio (target >= 0.95), and the infer stage with prefix reuse on.
+`llama_cpp.Llama.eval`, once with logits for each batch's last token only and once with
+logits_all. Reported: tokens/s of each (median of --repeats runs, interleaved), the ratios
+(target >= 0.95), and the infer stage with prefix reuse on.
 
     python bench/infer_throughput.py [--scenario hellaswag] [--instances 50] [--repeats 3]
 """
@@ -41,12 +42,14 @@ def infer_side(run, model, prompts, **changes) -> tuple[float, int, list[list[in
     return wall, int(table["num_evaluated_tokens"].sum()), seqs
 
 
-def raw_side(run, model, seqs: list[list[int]]) -> float:
-    """Wall seconds of llama-cpp-python's own eval over the same sequences, same settings."""
+def raw_side(run, model, seqs: list[list[int]], logits_all: bool = False) -> float:
+    """Wall seconds of llama-cpp-python's own eval over the same sequences, same settings: logits
+    of each batch's last token only (less than a score needs), or of every token (`logits_all`,
+    what scoring with plain `eval` takes)."""
     path, _ = weights(run, model)
     cfg, n = run.model[model], threads(run, model)
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch, n_threads=n,
-                          n_threads_batch=n, logits_all=False, verbose=False)
+                          n_threads_batch=n, logits_all=logits_all, verbose=False)
     t0 = time.perf_counter()
     for tokens in seqs:
         llm.reset()
@@ -65,23 +68,26 @@ def main() -> None:
     prompts = requests(run, args.scenario, args.instances)
     lines = preamble(f"{args.scenario}, {args.instances} instances ({len(prompts)} loglikelihood requests), "
                      f"{args.repeats} interleaved repeats.") + [
-             "| model | tokens | raw eval tok/s | infer stage tok/s (no reuse) | ratio | infer with prefix reuse: "
-             "tokens evaluated, wall s | naive tok/s with reuse |", "|---|---|---|---|---|---|---|"]
+             "| model | tokens | raw eval tok/s | raw eval, logits_all tok/s | infer stage tok/s (no reuse) | "
+             "ratio to raw | ratio to raw logits_all | infer with prefix reuse: tokens evaluated, wall s | "
+             "naive tok/s with reuse |", "|---|---|---|---|---|---|---|---|---|"]
     for model in args.models:
-        ours, raws, ratios = [], [], []
+        ours, raws, alls, ratios, ratios_all = [], [], [], [], []
         for _ in range(args.repeats):
             wall, tokens, seqs = infer_side(run, model, prompts, prefix_reuse=False)
-            raw = raw_side(run, model, seqs)
+            raw, raw_all = raw_side(run, model, seqs), raw_side(run, model, seqs, logits_all=True)
             assert sum(map(len, seqs)) == tokens, "token streams differ"
             ours.append(tokens / wall)
             raws.append(tokens / raw)
+            alls.append(tokens / raw_all)
             ratios.append(raw / wall)
-            print(f"{model}: {tokens} tokens, raw {tokens / raw:.0f} tok/s, infer {tokens / wall:.0f} tok/s, "
-                  f"ratio {raw / wall:.3f}")
+            ratios_all.append(raw_all / wall)
+            print(f"{model}: {tokens} tokens, raw {tokens / raw:.0f} tok/s, raw logits_all {tokens / raw_all:.0f} "
+                  f"tok/s, infer {tokens / wall:.0f} tok/s, ratio {raw / wall:.3f} / {raw_all / wall:.3f}")
         reuse = [infer_side(run, model, prompts)[:2] for _ in range(args.repeats)]
         rw, rt = median([w for w, _ in reuse]), reuse[0][1]
-        lines.append(f"| {model} | {tokens:,} | {median(raws):.0f} | {median(ours):.0f} | {median(ratios):.3f} | "
-                     f"{rt:,}, {rw:.1f} | {tokens / rw:.0f} |")
+        lines.append(f"| {model} | {tokens:,} | {median(raws):.0f} | {median(alls):.0f} | {median(ours):.0f} | "
+                     f"{median(ratios):.3f} | {median(ratios_all):.3f} | {rt:,}, {rw:.1f} | {tokens / rw:.0f} |")
         print(f"{model}: with prefix reuse {rt} tokens evaluated in {rw:.1f} s")
     write_section("infer_throughput", lines)
 

@@ -128,7 +128,7 @@ def table(rep: Reproduction, run: RunConfig, summaries: dict[tuple[str, str], di
 def to_markdown(rep: Reproduction | None, records: list[dict], model_sha256: str | None = None) -> str:
     if rep is None:
         return ("# Reproduction\n\nThis suite reproduces no published result. Run a reproduction suite, e.g. "
-                "`dvc exp run -S suite=reproduce_gemma3_270m_card`; committed tables are in `reproductions/`.\n")
+                "`dvc exp run -S suite=reproduce_gemma3_270m_card`; tables from runs on this machine are in `published/`.\n")
     ok = sum(r["within_tolerance"] for r in records)
     lines = [f"# Reproduction: {rep.name}", "",
              f"Model `{rep.model}`" + (f" (GGUF sha256 `{model_sha256}`)" if model_sha256 else "")
