@@ -91,8 +91,9 @@ def main() -> None:
         return
     lines = preamble(f"{len(MODELS)} models x {len(SCENARIOS)} scenarios x {len(METRICS)} metrics; bootstrap 2,000 "
                      f"samples; a fresh process per run.") + [
-             "| per-instance rows | battles | wall s (median) | peak RSS MB (median) | wall per 1M rows |",
+             "| per-instance rows | battles | wall s (median) | peak RSS MB (median) | added wall s over the previous size |",
              "|---|---|---|---|---|"]
+    previous = None
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             synthesize(size, Path(tmp))
@@ -103,7 +104,8 @@ def main() -> None:
                 runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         wall, rss = median([r["wall_s"] for r in runs]), median([r["peak_rss_mb"] for r in runs])
         lines.append(f"| {runs[0]['rows']:,} | {runs[0]['battles']:,} | {wall:.2f} | {rss:.0f} | "
-                     f"{wall / runs[0]['rows'] * 1e6:.2f} s |")
+                     f"{'—' if previous is None else f'{wall - previous:+.2f}'} |")
+        previous = wall
         print(lines[-1])
     write_section("aggregate_scale", lines)
 

@@ -49,13 +49,17 @@ def requests(run: RunConfig, scenario: str, n: int | None) -> pd.DataFrame:
     return prompts_table(pairs).to_pandas()
 
 
+_WEIGHTS: dict[str, tuple[Path, str]] = {}
+
+
 def weights(run: RunConfig, model: str) -> tuple[Path, str]:
-    """The model's GGUF (assembled once into the cache) and its sha256."""
-    cfg = run.model[model]
-    dest = cache_dir() / "bench" / f"{model}.gguf"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    info = materialize(cfg, dest, dest.with_suffix(".json"), cache_dir())
-    return dest, info["sha256"]
+    """The model's GGUF (assembled and verified once per process, into the cache) and its sha256."""
+    if model not in _WEIGHTS:
+        dest = cache_dir() / "bench" / f"{model}.gguf"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        info = materialize(run.model[model], dest, dest.with_suffix(".json"), cache_dir())
+        _WEIGHTS[model] = dest, info["sha256"]
+    return _WEIGHTS[model]
 
 
 def backend(run: RunConfig, model: str, **changes):
