@@ -14,7 +14,7 @@ import pandas as pd
 
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
-from evaltrail.config import RunConfig, parse_params
+from evaltrail.config import RunConfig, run_from_conf
 from evaltrail.models import identity, load_backend
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.infer import run_requests
@@ -29,12 +29,7 @@ from common import ROOT
 
 def run_config(suite: str = "core", overrides: tuple[str, ...] = ()) -> RunConfig:
     """params.yaml as `dvc exp run -S suite=<suite>` would compose it."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
-        cfg = compose("config", overrides=[f"suite={suite}", *overrides])
-    return parse_params(OmegaConf.to_container(cfg, resolve=True))
+    return run_from_conf([f"suite={suite}", *overrides], ROOT / "conf")
 
 
 def requests(run: RunConfig, scenario: str, n: int | None) -> pd.DataFrame:

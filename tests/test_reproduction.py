@@ -8,19 +8,14 @@ import os
 import pytest
 
 from evaltrail.aggregate import reproduction
-from evaltrail.config import parse_params
+from evaltrail.config import run_from_conf
 from evaltrail.errors import EvaltrailError
 
 from .conftest import ROOT
 
 
 def compose(suite: str, *overrides: str):
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
-        cfg = hydra_compose("config", overrides=[f"suite={suite}", *overrides])
-    return parse_params(OmegaConf.to_container(cfg, resolve=True))
+    return run_from_conf([f"suite={suite}", *overrides], ROOT / "conf")
 
 
 # The numbers the two model cards publish (issue: "Reproducing a published result").

@@ -181,6 +181,17 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
     return build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)
 
 
+def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | Path = "conf") -> RunConfig:
+    """The run config Hydra composes from conf/ with `overrides` (e.g. "suite=core"), exactly as
+    `dvc exp run -S ...` would write params.yaml; for checks, tests and benchmarks."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(str(Path(conf_dir).resolve()), version_base=None):
+        cfg = compose("config", overrides=list(overrides))
+    return parse_params(OmegaConf.to_container(cfg, resolve=True), f"{conf_dir} composed with {list(overrides)}")
+
+
 def resources_from_conf(conf_dir: str | Path = "conf") -> dict:
     """The run-level pinned word lists (`resources` in conf/config.yaml), for checks and tests."""
     with open(Path(conf_dir) / "config.yaml", encoding="utf-8") as f:

@@ -212,8 +212,8 @@ def _design(enc: _Battles, weights: np.ndarray, log_base: float):
 
     Each battle carries total weight 2 (a win: 2 on the winner; a tie: 1 on each side), aggregated per
     pair. Every row also appears mirrored (x → -x, y → 1-y, which has the same likelihood) with the weight
-    split between the two, so both classes are always present for scikit-learn. Because the summed weights
-    equal the notebook's, even an L2-penalized fit (finite C) matches the notebook's penalized fit.
+    split between the two (scikit-learn needs both classes present; the likelihood is unchanged). Because the
+    summed weights equal the notebook's, even an L2-penalized fit (finite C) matches the notebook's penalized fit.
     """
     p = len(enc.models)
     pair = enc.a * p + enc.b
@@ -282,7 +282,12 @@ def bt_ratings(battles: pd.DataFrame, *, anchor: str | None = None, anchor_ratin
     whose MLE does not exist (some models never lose to the others) raises instead of returning the
     solver's arbitrary large numbers.
     """
-    enc = _encode(battles)
+    return _point(_encode(battles), anchor=anchor, anchor_rating=anchor_rating, scale=scale, base=base, C=C)
+
+
+def _point(enc: _Battles, *, anchor: str | None, anchor_rating: float, scale: float, base: float,
+           C: float | None) -> pd.Series:
+    """`bt_ratings` on already encoded battles (arena_ratings encodes once for the fit and its bootstrap)."""
     if anchor is not None and anchor not in enc.models:
         raise ValueError(f"anchor {anchor!r} is not in the battles")
     weights = enc.count
@@ -343,8 +348,8 @@ def arena_ratings(battles: pd.DataFrame, samples: int, seed: int, level: float =
     """
     if samples < 1:
         raise ValueError("samples must be at least 1")
-    point = bt_ratings(battles, anchor=anchor, anchor_rating=anchor_rating, scale=scale, base=base, C=C)
     enc = _encode(battles)
+    point = _point(enc, anchor=anchor, anchor_rating=anchor_rating, scale=scale, base=base, C=C)
     n, share = enc.n, enc.count / enc.n
     start = np.nan_to_num((point.reindex(enc.models) - point.mean()).to_numpy() / scale)
     rng = np.random.default_rng(seed)

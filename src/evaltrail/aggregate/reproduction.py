@@ -120,7 +120,7 @@ def table(rep: Reproduction, run: RunConfig, summaries: dict[tuple[str, str], di
             "ci_high": None if high is None else round(high, 4), "n": sum(int(st["n"]) for st in stats),
             "delta": round(delta, 4), "within_tolerance": abs(delta) <= rep.tolerance,
             "published_in_ci": low is not None and low <= row.value <= high,
-            "differs": _differences(row, run, prepared, {s: cells[s] for s in row.scenarios}),
+            "differs": _differences(row, run, prepared, cells),
         })
     return records
 
