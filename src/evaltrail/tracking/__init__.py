@@ -74,12 +74,22 @@ def log_parent(experiment: str, board, commit: str | None, artifacts: list[Path]
         return active.info.run_id
 
 
-def attach(run_id: str, directory: Path, artifact_path: str) -> None:
-    """Add a directory's files to an existing run (the aggregate parent gets the HTML report)."""
+def attach(run_id: str, directory: Path, artifact_path: str) -> bool:
+    """Add a directory's files to an existing run (the aggregate parent gets the HTML report).
+
+    False when this tracking store has no such run: results aggregated elsewhere (a fresh clone
+    whose `aggregate` is up to date) are not an error, the caller says how to log them here."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     mlflow.set_tracking_uri(tracking_uri())
-    mlflow.MlflowClient().log_artifacts(run_id, str(directory), artifact_path)
+    client = mlflow.MlflowClient()
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        return False
+    client.log_artifacts(run_id, str(directory), artifact_path)
+    return True
 
 
 def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
