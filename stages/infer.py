@@ -8,11 +8,10 @@ import pandas as pd
 
 from evaltrail.config import load_params, model_config, scenario_config
 from evaltrail.io import read_json, write_json, write_parquet
-from evaltrail.models import identity, load_backend
+from evaltrail.models import model_identity, open_model
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.infer import run_requests
-from evaltrail.models.weights import verified_weights
-from evaltrail.paths import cache_dir, completions_path, infer_stats_path, model_info_path, model_path, prompts_path
+from evaltrail.paths import cache_dir, completions_path, infer_stats_path, model_dir, model_info_path, prompts_path
 from evaltrail.stage import run_stage
 
 
@@ -26,9 +25,9 @@ def main(scenario: str, model: str) -> None:
     cache = RequestCache(cache_dir() / "requests.sqlite")
 
     def load():
-        return load_backend(cfg, model_path(model), verified_weights(cfg, model_path(model), info))
+        return open_model(cfg, model_dir(model), info)
 
-    table, computed = run_requests(prompts, identity(cfg, info["sha256"]), cache, load, f"infer {scenario} x {model}")
+    table, computed = run_requests(prompts, model_identity(cfg, info), cache, load, f"infer {scenario} x {model}")
     write_parquet(completions_path(scenario, model), table)
     # The stage's own cost (efficiency): differs run to run, so it lives beside the completions, not in them.
     write_json(infer_stats_path(scenario, model), {

@@ -1,4 +1,4 @@
-"""Model weights are assembled from pinned parts and replace models/ only when the sha256 matches."""
+"""Model weights are assembled from pinned parts and replace models/<model>/ only when the sha256 matches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from evaltrail.config import ModelConfig
 from evaltrail.errors import EvaltrailError
-from evaltrail.models.weights import materialize, verified_weights
+from evaltrail.models.weights import materialize, verified_weights, weights_path
 
 PARTS = [b"GGUF-part-one|", b"part-two"]
 WHOLE = hashlib.sha256(b"".join(PARTS)).hexdigest()
@@ -34,25 +34,28 @@ def cfg(sha):
 
 
 def test_parts_concatenate_in_order(tmp_path, cache):
-    dest, info_path = tmp_path / "models" / "tiny.gguf", tmp_path / "models" / "tiny.json"
-    info = materialize(cfg(WHOLE), dest, info_path, cache)
+    model_dir = tmp_path / "models" / "tiny"
+    dest, info_path = weights_path(model_dir), model_dir / "model.json"
+    info = materialize(cfg(WHOLE), model_dir, cache)
     assert dest.read_bytes() == b"".join(PARTS)
     assert json.loads(info_path.read_text()) == info and info["sha256"] == WHOLE and info["bytes"] == 22
     assert verified_weights(cfg(WHOLE), dest, info) == WHOLE
 
 
 def test_wrong_pin_keeps_the_previous_weights(tmp_path, cache):
-    dest, info_path = tmp_path / "models" / "tiny.gguf", tmp_path / "models" / "tiny.json"
-    materialize(cfg(WHOLE), dest, info_path, cache)
+    model_dir = tmp_path / "models" / "tiny"
+    materialize(cfg(WHOLE), model_dir, cache)
     with pytest.raises(EvaltrailError, match=f"expected {'a' * 64}, got {WHOLE}"):
-        materialize(cfg("a" * 64), dest, info_path, cache)
-    assert dest.read_bytes() == b"".join(PARTS)
-    assert sorted(p.name for p in dest.parent.iterdir()) == ["tiny.gguf", "tiny.json"]
+        materialize(cfg("a" * 64), model_dir, cache)
+    assert weights_path(model_dir).read_bytes() == b"".join(PARTS)
+    assert sorted(p.name for p in model_dir.iterdir()) == ["model.json", "weights.gguf"]
+    assert [p.name for p in model_dir.parent.iterdir()] == ["tiny"]  # no staging left behind
 
 
 def test_weights_edited_after_fetch_are_refused(tmp_path, cache):
-    dest, info_path = tmp_path / "models" / "tiny.gguf", tmp_path / "models" / "tiny.json"
-    info = materialize(cfg(WHOLE), dest, info_path, cache)
+    model_dir = tmp_path / "models" / "tiny"
+    dest = weights_path(model_dir)
+    info = materialize(cfg(WHOLE), model_dir, cache)
     dest.write_bytes(b"tampered")
     with pytest.raises(EvaltrailError, match="sha256 mismatch"):
         verified_weights(cfg(WHOLE), dest, info)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,26 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside `path`; on success it replaces `path` whole."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    old = path.with_name(f".{path.name}.old")
+    try:
+        yield staging
+        shutil.rmtree(old, ignore_errors=True)
+        if path.is_dir():
+            os.replace(path, old)
+        elif path.exists():  # an earlier layout's file of the same name
+            path.unlink()
+        os.replace(staging, path)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_text(path: str | Path, text: str) -> None:

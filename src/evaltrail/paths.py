@@ -25,12 +25,18 @@ def prepare_report_path(scenario: str) -> Path:
     return Path("data/prompts") / f"{scenario}.json"
 
 
+def model_dir(model: str) -> Path:
+    """fetch_model's output: what the model is (model.json) and, for embedded backends, its weights."""
+    return Path("models") / model
+
+
 def model_path(model: str) -> Path:
-    return Path("models") / f"{model}.gguf"
+    """Embedded weights (llama_cpp); served models have none."""
+    return model_dir(model) / "weights.gguf"
 
 
 def model_info_path(model: str) -> Path:
-    return Path("models") / f"{model}.json"
+    return model_dir(model) / "model.json"
 
 
 def completions_path(scenario: str, model: str) -> Path:

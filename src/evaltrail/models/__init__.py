@@ -1,4 +1,8 @@
-"""Model backends, weight materialization and the request cache."""
+"""Model backends, what fetch_model records of a model, and the request cache.
+
+`llama_cpp` runs pinned GGUF weights in-process; `openai` talks to a served model. Either way
+models/<model>/model.json says what the model is (weights sha256, or the server's identity) and
+the request cache is keyed by the backend's identity of it."""
 
 from __future__ import annotations
 
@@ -7,22 +11,58 @@ from pathlib import Path
 from ..config import ModelConfig
 from ..errors import EvaltrailError
 
-BACKENDS = ("llama_cpp",)
+BACKENDS = ("llama_cpp", "openai")
 
 
 def _module(cfg: ModelConfig):
     if cfg.backend == "llama_cpp":
         from . import llama_cpp
         return llama_cpp
+    if cfg.backend == "openai":
+        from . import openai
+        return openai
     raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: unknown backend {cfg.backend!r}; "
                          f"valid: {', '.join(BACKENDS)}")
 
 
+def fetch(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:
+    """Materialize what the model is under model_dir (weights, or the server's identity); return model.json."""
+    if cfg.backend == "openai":
+        from ..io import atomic_dir, write_json
+        from .openai import probe
+
+        info = probe(cfg)
+        with atomic_dir(model_dir) as tmp:
+            write_json(tmp / "model.json", info)
+        return info
+    _module(cfg)  # unknown backends fail by name
+    from .weights import materialize
+
+    return materialize(cfg, model_dir, cache_dir)
+
+
 def identity(cfg: ModelConfig, sha256: str) -> dict:
-    """The model's identity as the request cache and MLflow record it (no weights loaded)."""
+    """An embedded model's identity as the request cache and MLflow record it (no weights loaded)."""
     return _module(cfg).identity(cfg, sha256)
 
 
 def load_backend(cfg: ModelConfig, weights: Path, sha256: str):
-    """Load the model (slow): only when some request is not cached."""
+    """Load embedded weights (slow): only when some request is not cached."""
     return _module(cfg).LlamaCppBackend(cfg, weights, sha256)
+
+
+def model_identity(cfg: ModelConfig, info: dict) -> dict:
+    """Any backend's identity of the model, from its models/<model>/model.json."""
+    if cfg.backend == "openai":
+        return _module(cfg).identity(cfg, info)
+    return identity(cfg, info["sha256"])
+
+
+def open_model(cfg: ModelConfig, model_dir: Path, info: dict):
+    """Any backend, ready for requests: embedded weights verified against the pin first."""
+    if cfg.backend == "openai":
+        return _module(cfg).OpenAIBackend(cfg, info)
+    from .weights import verified_weights, weights_path
+
+    path = weights_path(model_dir)
+    return load_backend(cfg, path, verified_weights(cfg, path, info))

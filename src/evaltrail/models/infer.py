@@ -45,9 +45,13 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
                   key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]))
     if todo:
         backend = load()
-        for key, content in tqdm(todo, desc=desc, unit="req", mininterval=1.0):
-            done[key] = _call(backend, content)
-            cache.put(key, done[key])
+        # a served backend runs several at once and yields them as they finish; each is cached
+        # (committed) the moment it arrives, by this thread alone
+        answers = (backend.map_requests(todo, _call) if hasattr(backend, "map_requests")
+                   else ((key, _call(backend, content)) for key, content in todo))
+        for key, answer in tqdm(answers, total=len(todo), desc=desc, unit="req", mininterval=1.0):
+            done[key] = answer
+            cache.put(key, answer)
     rows = []
     for rid, key in zip(prompts["request_id"], keys):
         c = done[key]

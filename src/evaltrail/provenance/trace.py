@@ -18,7 +18,7 @@ from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..hashing import sha256_file
 from ..io import read_json
-from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_info_path,
+from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_dir, model_info_path,
                      model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
 from ..sources import describe
 from .lock import dvc_md5, git_commit, load_lock, recorded_md5
@@ -102,15 +102,20 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
     _raw_files(t, run, scenario)
 
-    info_path = model_info_path(model)
-    _artifact(t, lock, f"fetch_model@{model}", model_path(model), "model weights")
-    if info_path.is_file() and model_path(model).is_file():
-        info, pin = read_json(info_path), run.model[model].weights["sha256"]
-        t.check(info["sha256"] == pin == summary.get("model_sha256"),
-                f"model weights: sha256 {pin} pinned in params.yaml model.{model}.weights; from "
+    info_path, weights = model_info_path(model), model_path(model)
+    _artifact(t, lock, f"fetch_model@{model}", model_dir(model), "model")
+    if info_path.is_file() and run.model[model].backend == "openai":
+        info = read_json(info_path)
+        t.check(info["sha256"] == summary.get("model_sha256"),
+                f"model: served as {info['served']} at {info['base_url']} (identity sha256 {info['sha256']})",
+                f"model: {info_path} identity {info['sha256']}, completions were made by {summary.get('model_sha256')}")
+    elif info_path.is_file() and weights.is_file():
+        info, pin, actual = read_json(info_path), run.model[model].weights["sha256"], sha256_file(weights)
+        t.check(actual == info["sha256"] == pin == summary.get("model_sha256"),
+                f"model weights: {weights} sha256 {pin} pinned in params.yaml model.{model}.weights; from "
                 + ", ".join(describe(p) for p in info["parts"]),
-                f"model weights: {info_path} sha256 {info['sha256']}, params.yaml pins {pin}, "
-                f"completions were made by {summary.get('model_sha256')}")
+                f"model weights: {weights} sha256 {actual}, {info_path} says {info['sha256']}, params.yaml pins "
+                f"{pin}, completions were made by {summary.get('model_sha256')}")
 
     t.lines.append(f"code: git commit {git_commit()}")
     runs = read_json(MLFLOW_RUNS_JSON) if MLFLOW_RUNS_JSON.is_file() else {"runs": {}}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..io import read_json
-from ..paths import (completions_path, model_path, prompts_path, scores_path, sources_json)
+from ..paths import (completions_path, model_dir, prompts_path, scores_path, sources_json)
 from ..provenance.lock import git_commit, recorded_md5
 
 
@@ -16,7 +16,7 @@ def cell_tags(lock: dict, scenario: str, model: str, summary: dict, commit: str 
         tags[f"data.sha256.{scenario}/{rec['file']}"] = rec["sha256"]
     # dvc.lock's md5 of every artifact between the raw data and this cell's scores
     for stage, path in ((f"prepare@{scenario}", prompts_path(scenario)),
-                        (f"fetch_model@{model}", model_path(model)),
+                        (f"fetch_model@{model}", model_dir(model)),
                         (f"infer@{scenario}-{model}", completions_path(scenario, model)),
                         (f"score@{scenario}-{model}", scores_path(scenario, model))):
         tags[f"dvc.md5.{path.as_posix()}"] = recorded_md5(lock, stage, path) or "unrecorded"
