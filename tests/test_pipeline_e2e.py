@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from .conftest import ROOT
+from .pipeline import dvc, sh, trace, workspace_env
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
@@ -23,47 +21,13 @@ CELLS = {("mmlu", SMOLLM, "exact_match"), ("mmlu", SMOLLM, "exact_match/robustne
          ("hellaswag", SMOLLM, "runtime_s")}
 
 
-def sh(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(list(args), cwd=repo, env=env, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def dvc(repo: Path, *args: str, check: bool = True):
-    return sh(repo, sys.executable, "-m", "dvc", *args, check=check)
-
-
-def trace(repo: Path, scenario: str, model: str, metric: str, check: bool = True):
-    return sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", scenario,
-              "--model", model, "--metric", metric, check=check)
-
-
-def tracked_files() -> list[str]:
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split("\n")
-    return [f for f in out if f and not f.startswith(("results/", "bench/")) and f != "dvc.lock"
-            and (ROOT / f).is_file()]
-
-
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    """A fresh git + DVC copy of the project that has run `dvc exp run -S suite=smoke`."""
-    repo = tmp_path_factory.mktemp("evaltrail")
-    for f in tracked_files():
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
+def repo(smoke_repo):
+    """The session's smoke workspace, in its environment; tests here restore what they change."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EVALTRAIL_CACHE", str(repo.parent / "cache"))  # cold request cache: real inference
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{repo}/mlflow.db")
-        sh(repo, "git", "init", "-q")
-        sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")  # dvc exp run commits too
-        sh(repo, "git", "config", "user.name", "evaltrail e2e")
-        sh(repo, "git", "add", "-A")
-        sh(repo, "git", "commit", "-qm", "copy")
-        dvc(repo, "exp", "run", "-S", "suite=smoke")
-        yield repo
+        for k, v in workspace_env(smoke_repo).items():
+            mp.setenv(k, v)
+        yield smoke_repo
 
 
 def board(repo: Path) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import pytest
 
 from .conftest import ROOT
 from .servers import llama_server
-from .test_pipeline_e2e import dvc, sh, tracked_files
+from .pipeline import dvc, sh, tracked_files
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
