@@ -103,3 +103,42 @@ def test_prefix_reuse_leaves_completions_unchanged_on_real_hellaswag(tmp_path, f
     pd.testing.assert_frame_equal(on[same], off[same])
     assert np.abs(on["logprob"] - off["logprob"]).max() <= 1e-4
     assert all(np.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(on["token_logprobs"], off["token_logprobs"]))
+
+
+class Pathological:
+    """Outputs a model or server can produce: nothing, a flood, and undecodable bytes."""
+
+    TEXTS = ["", "word " * 200_000, "Paris\udcff\udcfe"]
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
+        text = self.TEXTS[self.calls % 3]
+        self.calls += 1
+        return {"text": text, "logprob": -1.0, "is_greedy": True, "token_logprobs": [-1.0], "num_prompt_tokens": 5,
+                "num_output_tokens": 1, "num_evaluated_tokens": 5, "truncated_tokens": 0, "runtime_s": 0.01}
+
+
+def test_empty_enormous_and_undecodable_outputs_are_stored_and_scored(tmp_path, fetched):
+    import dataclasses
+
+    from evaltrail.adapters import get_adapter
+    from evaltrail.config import RunConfig
+    from evaltrail.io import write_parquet
+    from evaltrail.metrics.scoring import join, score_frame
+    from evaltrail.scenarios import get_scenario
+
+    cfg, raw = fetched("natural_questions")
+    cfg = dataclasses.replace(cfg, max_eval_instances=3, perturbations=[])
+    run = RunConfig(seed=0, max_eval_instances=3, bootstrap_samples=10, scenarios=["natural_questions"], models=[],
+                    scenario={"natural_questions": cfg}, model={}, mlflow={})
+    frame = prompts_table(get_adapter(cfg.method).build(cfg, run, get_scenario("natural_questions").load(cfg, raw))).to_pandas()
+    table, computed = run_requests(frame, identity(CFG, SHA), RequestCache(tmp_path / "r.sqlite"), Pathological)
+    write_parquet(tmp_path / "c.parquet", table)
+    stored = pd.read_parquet(tmp_path / "c.parquet")
+    assert computed == 3 and sorted(map(len, stored["text"])) == [0, 7, 1_000_000]
+    assert "Paris\ufffd" in set(stored["text"].str[:6])
+    scores = score_frame(join(frame, stored), cfg, get_adapter(cfg.method))
+    f1 = scores[scores["metric"] == "f1_score"]["value"]
+    assert len(f1) == 3 and f1.between(0, 1).all() and f1.min() == 0.0

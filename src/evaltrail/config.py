@@ -161,7 +161,16 @@ def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
     if not path.exists():
         raise EvaltrailError(f"{path}: not found; compose it with `dvc exp run` (or run from the repo root)")
     with open(path, encoding="utf-8") as f:
-        return parse_params(yaml.safe_load(f) or {}, str(path))
+        try:
+            raw = yaml.safe_load(f) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise EvaltrailError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}; fix it, or "
+                                 f"recompose it from conf/ with `dvc exp run`") from None
+    if not isinstance(raw, dict):
+        raise EvaltrailError(f"{path}: expected a mapping at the top, got {type(raw).__name__}; recompose it with `dvc exp run`")
+    return parse_params(raw, str(path))
 
 
 def scenario_config(run: RunConfig, name: str) -> ScenarioConfig:

@@ -63,6 +63,13 @@ def get_metric(name: str) -> Metric:
     return _REGISTRY[name]
 
 
+def check_metrics(names: list[str], where: str) -> None:
+    """Fail naming the config key on the first metric name that is not registered."""
+    for name in names:
+        if name not in _REGISTRY:
+            raise EvaltrailError(f"{where}: unknown metric {name!r}; valid: {', '.join(list_metrics())}")
+
+
 def list_metrics() -> list[str]:
     return sorted(_REGISTRY)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import pandas as pd
@@ -31,6 +32,20 @@ def _call(backend, c: dict) -> dict:
     raise NotImplementedError(f"method {c['method']} is not supported by this backend yet")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(answer: dict) -> dict:
+    """A generation as valid UTF-8: bytes a server or detokenizer could not decode (a lone
+    surrogate from a JSON escape) become U+FFFD, so Parquet can store what is scored."""
+    text = answer.get("text")
+    if isinstance(text, str):
+        clean = _SURROGATE.sub("\ufffd", text)
+        if clean != text:
+            answer = {**answer, "text": clean}
+    return answer
+
+
 def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
                  load: Callable[[], object], desc: str = "infer") -> tuple[pa.Table, int]:
     """Completions in the prompts' row order, and how many were computed now (not cached).
@@ -50,7 +65,7 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
         answers = (backend.map_requests(todo, _call) if hasattr(backend, "map_requests")
                    else ((key, _call(backend, content)) for key, content in todo))
         for key, answer in tqdm(answers, total=len(todo), desc=desc, unit="req", mininterval=1.0):
-            done[key] = answer
+            answer = done[key] = _valid_text(answer)
             cache.put(key, answer)
     rows = []
     for rid, key in zip(prompts["request_id"], keys):

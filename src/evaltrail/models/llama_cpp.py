@@ -156,6 +156,9 @@ class LlamaCppBackend:
         The left end is the instructions and the oldest in-context examples, so the instance's
         own text survives; infer reports every truncated request."""
         keep = self.cfg.n_ctx - room
+        if keep < 1:
+            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a request's "
+                                 f"{room} scored/generated tokens plus any prompt; raise it")
         return (tokens[-keep:], len(tokens) - keep) if len(tokens) > keep else (tokens, 0)
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
@@ -171,6 +174,9 @@ class LlamaCppBackend:
         if whole[: len(ctx)] != ctx:  # tokenizer merged across the boundary: score separately
             whole = ctx + self._tokens(continuation, bos=False)
         n_cont = len(whole) - len(ctx)
+        if n_cont >= self.cfg.n_ctx:  # the continuation must fit whole (after at least one context token)
+            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a "
+                                 f"{n_cont}-token continuation plus its context; raise it")
         whole, dropped = self._fit(whole, 0)
         start = len(whole) - n_cont
         lps, greedy, evaluated = self._score(whole, start - 1)
