@@ -19,6 +19,28 @@ def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
 
 
+def connect() -> str:
+    """Point MLflow at the tracking URI and return it. A local SQLite store is created (MLflow's
+    schema migrations) under an exclusive lock on the file: two parallel `dvc queue` workers
+    creating it at once otherwise break the migration (seen: AttributeError in alembic)."""
+    import fcntl
+
+    import mlflow
+
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        db.parent.mkdir(parents=True, exist_ok=True)
+        with open(db, "ab") as handle:  # flock, not SQLite's own fcntl locks: the two do not interact
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                mlflow.MlflowClient().search_experiments(max_results=1)  # creates/migrates the schema
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return uri
+
+
 def shown_uri(uri: str) -> str:
     """The URI without any user:password part, for files and logs."""
     parts = urlsplit(uri)
@@ -51,7 +73,7 @@ PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag: the UI nests a run under 
 def _existing(experiment: str, fp: str):
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri())
+    connect()
     exp = mlflow.set_experiment(experiment)
     found = mlflow.search_runs([exp.experiment_id], filter_string=f"tags.`evaltrail.fingerprint` = '{fp}'",
                                output_format="list", max_results=1)
@@ -82,7 +104,7 @@ def attach(run_id: str, directory: Path, artifact_path: str) -> bool:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    mlflow.set_tracking_uri(tracking_uri())
+    connect()
     client = mlflow.MlflowClient()
     try:
         client.get_run(run_id)
