@@ -1,5 +1,6 @@
 """infer@<scenario>-<model>: run every request through the model; the request cache makes it resumable."""
 
+import os
 import resource
 import sys
 import time
@@ -10,8 +11,11 @@ from evaltrail.config import load_params, model_config, scenario_config
 from evaltrail.io import read_json, write_json, write_parquet
 from evaltrail.models import model_identity, open_model
 from evaltrail.models.cache import RequestCache
+from evaltrail.models.distributed import ADDRESS_ENV, RayShards
 from evaltrail.models.infer import run_requests
-from evaltrail.paths import cache_dir, completions_path, infer_stats_path, model_dir, model_info_path, prompts_path
+from evaltrail.models.weights import verified_weights
+from evaltrail.paths import (cache_dir, completions_path, infer_stats_path, model_dir, model_info_path, model_path,
+                            prompts_path)
 from evaltrail.stage import run_stage
 
 
@@ -25,6 +29,9 @@ def main(scenario: str, model: str) -> None:
     cache = RequestCache(cache_dir() / "requests.sqlite")
 
     def load():
+        if os.environ.get(ADDRESS_ENV) and cfg.backend == "llama_cpp":  # shard over a Ray cluster: same answers
+            return RayShards(cfg, model_path(model), verified_weights(cfg, model_path(model), info),
+                             os.environ[ADDRESS_ENV])
         return open_model(cfg, model_dir(model), info)
 
     table, computed = run_requests(prompts, model_identity(cfg, info), cache, load, f"infer {scenario} x {model}")

@@ -1,0 +1,76 @@
+"""An infer stage's requests sharded across a Ray cluster (`EVALTRAIL_RAY_ADDRESS`).
+
+The requests still missing from the cache are cut, in their sorted order (so shared prompt
+prefixes stay together), into chunks that run as Ray tasks; each task loads the embedded model
+from the weights this machine verified (shipped through Ray's object store, so a worker on
+another machine needs no copy) and answers its chunk. Answers come back to the stage, which
+caches each as it arrives, exactly as in a local run. The embedded backend's answers do not
+depend on which requests ran before them in a process, so the completions are the local run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..config import ModelConfig
+from ..errors import EvaltrailError
+
+ADDRESS_ENV = "EVALTRAIL_RAY_ADDRESS"
+"""A Ray cluster address ("auto", "host:port", "ray://host:10001"); unset: infer runs locally."""
+CHUNKS_PER_WORKER = 4
+"""Chunks per available worker slot: smaller chunks balance load, each costs one model load."""
+
+
+def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable) -> list:
+    """Runs inside a Ray worker: materialize the weights once per node, answer the chunk."""
+    from . import load_backend
+
+    path = Path(tempfile.gettempdir()) / "evaltrail-ray" / f"{sha256}.gguf"
+    if not path.is_file():
+        data = weights if isinstance(weights, bytes) else bytes(weights)
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise EvaltrailError(f"weights shipped to the Ray worker do not hash to {sha256}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.part")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    backend = load_backend(cfg, path, sha256)
+    return [(key, call(backend, content)) for key, content in items]
+
+
+class RayShards:
+    """A stand-in backend for run_requests: map_requests fans the requests out as Ray tasks."""
+
+    def __init__(self, cfg: ModelConfig, weights: Path, sha256: str, address: str):
+        if cfg.backend != "llama_cpp":
+            raise EvaltrailError(f"{ADDRESS_ENV}: only embedded models are sharded over Ray; model.{cfg.name} is "
+                                 f"{cfg.backend} (its server scales on its own; raise server.concurrency)")
+        import ray
+
+        self.cfg, self.weights, self.sha256 = cfg, weights, sha256
+        try:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+        except Exception as exc:  # ConnectionError and Ray's own
+            raise EvaltrailError(f"{ADDRESS_ENV}={address}: cannot join the Ray cluster ({exc}); start one with "
+                                 f"`ray start --head` or unset it to run locally") from None
+        self.threads = cfg.n_threads or 1
+        self.slots = max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
+
+    def map_requests(self, items: list[tuple[str, dict]], call: Callable) -> Iterator[tuple[str, dict]]:
+        import ray
+
+        size = max(1, math.ceil(len(items) / (self.slots * CHUNKS_PER_WORKER)))
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        task = ray.remote(num_cpus=self.threads, max_retries=2)(_answer_chunk)
+        weights = ray.put(self.weights.read_bytes())
+        cfg = dataclasses.replace(self.cfg, n_threads=self.threads)  # what Ray reserved, not every core
+        pending = [task.remote(cfg, weights, self.sha256, chunk, call) for chunk in chunks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield from ray.get(done[0])

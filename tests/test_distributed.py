@@ -1,0 +1,59 @@
+"""An infer stage sharded across a Ray cluster started on loopback gives the local run's completions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .pipeline import copy_workspace, workspace_env
+from .servers import free_port
+
+pytestmark = pytest.mark.e2e
+SMOLLM = "smollm2_135m_instruct"
+ray = pytest.importorskip("ray", reason="ray is not installed (the test extra installs it)")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """`ray start --head` on 127.0.0.1 with two CPUs; yields its address, stops it after."""
+    tmp = tmp_path_factory.mktemp("ray")
+    port = free_port()
+    ray_bin = Path(sys.executable).parent / "ray"
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                    "--num-cpus", "2", "--include-dashboard", "false", "--temp-dir", str(tmp)],
+                   check=True, capture_output=True, env=env)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, env=env)
+
+
+def test_sharded_infer_stage_matches_the_local_run(smoke_repo, tmp_path, cluster):
+    ws = copy_workspace(smoke_repo, tmp_path / "ws")
+    out = ws / "results" / "completions" / "hellaswag" / f"{SMOLLM}.parquet"
+    local = pd.read_parquet(out)
+    out.unlink()
+    env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"),
+           "EVALTRAIL_RAY_ADDRESS": cluster, "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.run([sys.executable, "stages/infer.py", "hellaswag", SMOLLM], cwd=ws, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sharded = pd.read_parquet(out)
+    timing = ["runtime_s", "num_evaluated_tokens"]  # wall time, and what each worker's KV cache already held
+    pd.testing.assert_frame_equal(sharded.drop(columns=timing), local.drop(columns=timing))
+    assert "24 requests (0 from cache)" in proc.stdout
+
+
+def test_a_served_model_is_not_sharded(cluster):
+    from evaltrail.config import ModelConfig
+    from evaltrail.errors import EvaltrailError
+    from evaltrail.models.distributed import RayShards
+
+    with pytest.raises(EvaltrailError, match="only embedded models are sharded"):
+        RayShards(ModelConfig(name="m", backend="openai", server={}), Path("x"), "0" * 64, cluster)
