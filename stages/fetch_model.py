@@ -12,6 +12,8 @@ def main(model: str) -> None:
     info = fetch(cfg, model_dir(model), cache_dir())
     if cfg.backend == "openai":
         print(f"fetch_model {model}: served as {info['served']['id']!r} at {info['base_url']}")
+    elif cfg.backend == "hf":
+        print(f"fetch_model {model}: {len(info['files'])} file(s) in {info['path']}, identity sha256 {info['sha256']}")
     else:
         print(f"fetch_model {model}: {info['bytes']:,} bytes, sha256 {info['sha256']}")
 

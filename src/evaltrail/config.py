@@ -75,7 +75,7 @@ class ModelConfig:
     name: str
     """snake_case name: conf file, stage suffix and results file name."""
     backend: str
-    """llama_cpp (embedded GGUF) | openai (any OpenAI-compatible server)."""
+    """llama_cpp (embedded GGUF) | openai (any OpenAI-compatible server) | hf (local transformers directory)."""
     weights: dict | None = None
     """llama_cpp: sha256 of the whole file, license, and the parts it is assembled from."""
     n_ctx: int | None = None
@@ -84,6 +84,8 @@ class ModelConfig:
     """llama_cpp: prompt tokens per decode call."""
     server: dict | None = None
     """openai: base_url, model, api_key_env, concurrency, timeout_s, max_retries (models.openai.ServerConfig)."""
+    hf: dict | None = None
+    """hf: path of a local transformers directory, dtype, max_length (models.hf.HFConfig)."""
     n_threads: int | None = None
     """CPU threads; None means all cores."""
     prefix_reuse: bool = True
@@ -149,7 +151,7 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     mods = {n: build(ModelConfig, c, f"{source}: model.{n}", name=n)
             for n, c in (raw.pop("model", None) or {}).items()}
     for n, m in mods.items():
-        needed = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",)}.get(m.backend, ())
+        needed = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",), "hf": ("hf",)}.get(m.backend, ())
         lacking = [k for k in needed if getattr(m, k) is None]
         if lacking:
             raise EvaltrailError(f"{source}: model.{n}.{lacking[0]}: required by backend {m.backend} (see conf/model/)")

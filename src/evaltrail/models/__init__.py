@@ -1,7 +1,8 @@
 """Model backends, what fetch_model records of a model, and the request cache.
 
-`llama_cpp` runs pinned GGUF weights in-process; `openai` talks to a served model. Either way
-models/<model>/model.json says what the model is (weights sha256, or the server's identity) and
+`llama_cpp` runs pinned GGUF weights in-process; `openai` talks to a served model; `hf` runs a
+local transformers directory. Each way models/<model>/model.json says what the model is (weights
+sha256, the server's identity, or every file's sha256) and
 the request cache is keyed by the backend's identity of it."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from ..config import ModelConfig
 from ..errors import EvaltrailError
 
-BACKENDS = ("llama_cpp", "openai")
+BACKENDS = ("llama_cpp", "openai", "hf")
 
 
 def _module(cfg: ModelConfig):
@@ -21,17 +22,24 @@ def _module(cfg: ModelConfig):
     if cfg.backend == "openai":
         from . import openai
         return openai
+    if cfg.backend == "hf":
+        try:
+            from . import hf
+        except ImportError as exc:
+            raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: hf needs the optional extra "
+                                 f"(`pip install -e '.[hf]'`): {exc}") from None
+        return hf
     raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: unknown backend {cfg.backend!r}; "
                          f"valid: {', '.join(BACKENDS)}")
 
 
 def fetch(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:
     """Materialize what the model is under model_dir (weights, or the server's identity); return model.json."""
-    if cfg.backend == "openai":
+    if cfg.backend in ("openai", "hf"):
         from ..io import atomic_dir, write_json
-        from .openai import probe
 
-        info = probe(cfg)
+        module = _module(cfg)
+        info = module.probe(cfg) if cfg.backend == "openai" else module.describe(cfg)
         with atomic_dir(model_dir) as tmp:
             write_json(tmp / "model.json", info)
         return info
@@ -53,7 +61,7 @@ def load_backend(cfg: ModelConfig, weights: Path, sha256: str):
 
 def model_identity(cfg: ModelConfig, info: dict) -> dict:
     """Any backend's identity of the model, from its models/<model>/model.json."""
-    if cfg.backend == "openai":
+    if cfg.backend in ("openai", "hf"):
         return _module(cfg).identity(cfg, info)
     return identity(cfg, info["sha256"])
 
@@ -62,6 +70,8 @@ def open_model(cfg: ModelConfig, model_dir: Path, info: dict):
     """Any backend, ready for requests: embedded weights verified against the pin first."""
     if cfg.backend == "openai":
         return _module(cfg).OpenAIBackend(cfg, info)
+    if cfg.backend == "hf":
+        return _module(cfg).HFBackend(cfg, info)
     from .weights import verified_weights, weights_path
 
     path = weights_path(model_dir)
