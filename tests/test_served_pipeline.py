@@ -20,16 +20,6 @@ pytestmark = [pytest.mark.e2e,
                                  reason="llama-cpp-python[server] is not installed (the test extra installs it)")]
 KEY = "sk-evaltrail-" + secrets.token_hex(12)  # made at run time: no file of the repo holds it
 MODEL = "smollm2_135m_instruct_served"
-SUITE = """# @package _global_
-defaults:
-  - /scenario@scenario.natural_questions: natural_questions
-  - /model@model.smollm2_135m_instruct_served: smollm2_135m_instruct_served
-max_eval_instances: 4
-bootstrap_samples: 100
-scenario:
-  natural_questions:
-    perturbations: []
-"""
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +28,6 @@ def run(tmp_path_factory, smollm_gguf):
     for f in tracked_files():
         (repo / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, repo / f)
-    (repo / "conf" / "suite" / "served_smoke.yaml").write_text(SUITE)
     with llama_server(smollm_gguf, "smollm2_135m_instruct", api_key=KEY, log=repo.parent / "server.log") as url, \
             pytest.MonkeyPatch.context() as mp:
         mp.setenv("EVALTRAIL_CACHE", str(repo.parent / "cache"))
