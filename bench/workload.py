@@ -18,7 +18,7 @@ from evaltrail.config import RunConfig, run_from_conf
 from evaltrail.models import identity, load_backend
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.infer import run_requests
-from evaltrail.models.weights import materialize
+from evaltrail.models.weights import materialize, weights_path
 from evaltrail.paths import cache_dir
 from evaltrail.scenarios import get_scenario
 from evaltrail.schema import prompts_table
@@ -50,10 +50,9 @@ _WEIGHTS: dict[str, tuple[Path, str]] = {}
 def weights(run: RunConfig, model: str) -> tuple[Path, str]:
     """The model's GGUF (assembled and verified once per process, into the cache) and its sha256."""
     if model not in _WEIGHTS:
-        dest = cache_dir() / "bench" / f"{model}.gguf"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        info = materialize(run.model[model], dest, dest.with_suffix(".json"), cache_dir())
-        _WEIGHTS[model] = dest, info["sha256"]
+        model_dir = cache_dir() / "bench" / model
+        info = materialize(run.model[model], model_dir, cache_dir())
+        _WEIGHTS[model] = weights_path(model_dir), info["sha256"]
     return _WEIGHTS[model]
 
 
