@@ -57,6 +57,20 @@ def _scenario_check(args) -> int:
     return 0
 
 
+def _ratings(args) -> int:
+    from .aggregate.battle_log import rate_log, to_markdown
+    from .io import write_json
+
+    r = rate_log(args.log, args.samples, args.seed, args.anchor)
+    print(to_markdown(r), end="")
+    if args.out:
+        write_json(args.out, {"log": str(args.log), "samples": r.samples, "seed": r.seed, "level": r.level,
+                              "anchor": r.anchor, "anchor_rating": r.anchor_rating,
+                              "degenerate_rounds": r.degenerate_rounds,
+                              "ratings": r.table.reset_index().to_dict(orient="records")})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("name")
     chk.add_argument("--conf", default="conf")
     chk.set_defaults(fn=_scenario_check)
+    r = sub.add_parser("ratings", help="Bradley-Terry ratings with bootstrap CIs from a battle log (JSONL/JSON/CSV: "
+                                       "model_a, model_b, winner), e.g. human votes")
+    r.add_argument("log")
+    r.add_argument("--samples", type=int, default=1000, help="bootstrap rounds")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--anchor", help="the model held at 1000 (default: the mean rating is)")
+    r.add_argument("--out", help="also write the ratings as JSON here")
+    r.set_defaults(fn=_ratings)
     args = parser.parse_args(argv)
     if args.command == "trace" and not (args.metric or args.instance):
         parser.error("trace needs --metric (or --instance)")
