@@ -1,0 +1,1 @@
+"""Judged evaluation: pairwise battles between models' answers, rated like the leaderboard."""
