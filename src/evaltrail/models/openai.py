@@ -70,8 +70,6 @@ class ServerClient:
         self.url = self.server.base_url.rstrip("/")
         self.http = httpx.Client(base_url=self.url, headers=headers, timeout=self.server.timeout_s,
                                  limits=httpx.Limits(max_connections=max(1, self.server.concurrency)))
-        self.retries = 0
-        """Requests retried so far (all attempts after the first)."""
 
     def _once(self, method: str, path: str, payload: dict | None) -> dict:
         try:
@@ -97,13 +95,9 @@ class ServerClient:
                 check(body)
             return body
 
-        def count(_state) -> None:
-            self.retries += 1
-
         retrying = Retrying(stop=stop_after_attempt(self.server.max_retries + 1),
                             wait=wait_random_exponential(multiplier=0.2, max=10),
-                            retry=retry_if_exception(lambda e: isinstance(e, Transient)),
-                            before_sleep=count, reraise=True)
+                            retry=retry_if_exception(lambda e: isinstance(e, Transient)), reraise=True)
         try:
             return retrying(attempt)
         except Transient as exc:

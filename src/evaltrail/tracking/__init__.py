@@ -19,6 +19,10 @@ def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
 
 
+_READY: set[str] = set()
+"""Tracking URIs whose store this process has already made sure exists."""
+
+
 def connect() -> str:
     """Point MLflow at the tracking URI and return it. A local SQLite store is created (MLflow's
     schema migrations) under an exclusive lock on the file: two parallel `dvc queue` workers
@@ -29,7 +33,7 @@ def connect() -> str:
 
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
-    if uri.startswith("sqlite:///"):
+    if uri.startswith("sqlite:///") and uri not in _READY:  # once per process, not per logged cell
         db = Path(uri.removeprefix("sqlite:///"))
         db.parent.mkdir(parents=True, exist_ok=True)
         with open(db, "ab") as handle:  # flock, not SQLite's own fcntl locks: the two do not interact
@@ -38,6 +42,7 @@ def connect() -> str:
                 mlflow.MlflowClient().search_experiments(max_results=1)  # creates/migrates the schema
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+        _READY.add(uri)
     return uri
 
 
