@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
-import shutil
-
 import pyarrow as pa
 import pytest
 
@@ -80,19 +78,12 @@ def bias_word_lists_path(tmp_path_factory) -> Path:
 def smoke_repo(tmp_path_factory):
     """A fresh git + DVC copy of the project that has run `dvc exp run -S suite=smoke` (cold
     request cache: real inference). Its environment: pipeline.workspace_env(repo)."""
-    from .pipeline import dvc, sh, tracked_files, workspace_env
+    from .pipeline import dvc, new_workspace, workspace_env
 
     repo = tmp_path_factory.mktemp("evaltrail")
-    for f in tracked_files():
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
     with pytest.MonkeyPatch.context() as mp:
         for k, v in workspace_env(repo).items():
             mp.setenv(k, v)
-        sh(repo, "git", "init", "-q")
-        sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")  # dvc exp run commits too
-        sh(repo, "git", "config", "user.name", "evaltrail e2e")
-        sh(repo, "git", "add", "-A")
-        sh(repo, "git", "commit", "-qm", "copy")
+        new_workspace(repo)
         dvc(repo, "exp", "run", "-S", "suite=smoke")
     return repo

@@ -35,6 +35,20 @@ def tracked_files() -> list[str]:
             and (ROOT / f).is_file()]
 
 
+def new_workspace(repo: Path) -> Path:
+    """A fresh copy of the project's tracked files at `repo`, as a git repository with one commit
+    (`dvc exp run` commits, so it needs a committer)."""
+    for f in tracked_files():
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, repo / f)
+    sh(repo, "git", "init", "-q")
+    sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")
+    sh(repo, "git", "config", "user.name", "evaltrail e2e")
+    sh(repo, "git", "add", "-A")
+    sh(repo, "git", "commit", "-qm", "copy")
+    return repo
+
+
 def workspace_env(repo: Path) -> dict[str, str]:
     """The environment a run workspace made by the smoke_repo fixture uses: its own request cache
     and MLflow store."""

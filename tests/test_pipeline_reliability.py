@@ -18,8 +18,7 @@ import yaml
 
 from evaltrail.models.infer import _CONTENT, _content
 
-from .conftest import ROOT
-from .pipeline import copy_workspace, dvc, sh, tracked_files, workspace_env
+from .pipeline import copy_workspace, dvc, new_workspace, workspace_env
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
@@ -79,20 +78,14 @@ def test_two_clean_runs_are_byte_identical(smoke_repo, tmp_path):
     the kill/resume test above. Left out: files DVC does not cache because they describe the
     run itself (each infer stage's cost report, the MLflow run ids)."""
     repo = tmp_path / "second"
-    for f in tracked_files():
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        (repo / f).write_bytes((ROOT / f).read_bytes())
+    repo.mkdir()
     cache = tmp_path / "cache"
     cache.mkdir()
     shutil.copy2(smoke_repo.parent / "cache" / "requests.sqlite", cache / "requests.sqlite")
     with pytest.MonkeyPatch.context() as mp:
         for k, v in workspace_env(repo).items():
             mp.setenv(k, v)
-        sh(repo, "git", "init", "-q")
-        sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")
-        sh(repo, "git", "config", "user.name", "evaltrail e2e")
-        sh(repo, "git", "add", "-A")
-        sh(repo, "git", "commit", "-qm", "copy")
+        new_workspace(repo)
         ran = dvc(repo, "exp", "run", "-S", "suite=smoke").stdout
 
     def outs(ws) -> dict[str, str]:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import secrets
-import shutil
 
 import pandas as pd
 import pytest
 
-from .conftest import ROOT
+from .pipeline import dvc, new_workspace
 from .servers import llama_server
-from .pipeline import dvc, sh, tracked_files
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
@@ -25,19 +23,12 @@ MODEL = "smollm2_135m_instruct_served"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, smollm_gguf):
     repo = tmp_path_factory.mktemp("served")
-    for f in tracked_files():
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
     with llama_server(smollm_gguf, "smollm2_135m_instruct", api_key=KEY, log=repo.parent / "server.log") as url, \
             pytest.MonkeyPatch.context() as mp:
         mp.setenv("EVALTRAIL_CACHE", str(repo.parent / "cache"))
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{repo}/mlflow.db")
         mp.setenv("EVALTRAIL_TEST_API_KEY", KEY)
-        sh(repo, "git", "init", "-q")
-        sh(repo, "git", "config", "user.email", "e2e@evaltrail.invalid")
-        sh(repo, "git", "config", "user.name", "evaltrail e2e")
-        sh(repo, "git", "add", "-A")
-        sh(repo, "git", "commit", "-qm", "copy")
+        new_workspace(repo)
         proc = dvc(repo, "exp", "run", "-S", "suite=served_smoke", "-S", f"model.{MODEL}.server.base_url={url}",
                    "-S", f"model.{MODEL}.server.api_key_env=EVALTRAIL_TEST_API_KEY")
         yield repo, url, proc.stdout + proc.stderr
