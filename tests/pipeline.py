@@ -6,7 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,3 +68,17 @@ def copy_workspace(src: Path, dst: Path) -> Path:
             shutil.copy2(a, b)
     shutil.copytree(src, dst, symlinks=True, copy_function=copy)
     return dst
+
+
+@contextmanager
+def suite_run(parent: Path, *settings: str):
+    """A fresh workspace under `parent` after `dvc exp run -S <setting> ...`, with its own request
+    cache and MLflow store set in the environment while the context lasts."""
+    repo = parent / "repo"
+    repo.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in workspace_env(repo).items():
+            mp.setenv(k, v)
+        new_workspace(repo)
+        dvc(repo, "exp", "run", *[arg for s in settings for arg in ("-S", s)])
+        yield repo

@@ -18,7 +18,11 @@ def _trace(args) -> int:
     if args.instance:
         print("\n".join(show_instance(args.scenario, args.model, args.instance)))
         return 0
-    result = trace(run, args.scenario, args.model, args.metric)
+    if args.battle:
+        from .provenance.battle_trace import trace_battle
+        result = trace_battle(run, args.scenario, args.model)
+    else:
+        result = trace(run, args.scenario, args.model, args.metric)
     print("\n".join(result.lines))
     if result.problems:
         print(f"error: trace failed: {result.problems[0]}", file=sys.stderr)
@@ -79,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--metric", help="the leaderboard metric to trace (required unless --instance)")
     p.add_argument("--instance", help="show one instance end to end instead: prompts, completions, scores")
+    p.add_argument("--battle", action="store_true", help="trace the model's battle rating on the scenario instead: "
+                                                          "verdicts, answers, judge weights")
     p.set_defaults(fn=_trace)
     v = sub.add_parser("validate", help="check params.yaml: scenarios, methods, metrics, keys")
     v.add_argument("--params", default="params.yaml")
@@ -101,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", help="also write the ratings as JSON here")
     r.set_defaults(fn=_ratings)
     args = parser.parse_args(argv)
-    if args.command == "trace" and not (args.metric or args.instance):
-        parser.error("trace needs --metric (or --instance)")
+    if args.command == "trace" and not (args.metric or args.instance or args.battle):
+        parser.error("trace needs --metric (or --instance, or --battle)")
     try:
         return args.fn(args)
     except EvaltrailError as exc:

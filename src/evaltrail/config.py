@@ -97,6 +97,79 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class BattleConfig:
+    """One scenario's pairwise battles (conf/judge/): who judges, whom, and with what prompt."""
+    scenario: str
+    """The generation scenario whose answers are judged (the key under `battle`)."""
+    judge: str
+    """The judging model: a key of `model` (its fetched weights or served identity is the judge's)."""
+    template: str
+    """Judge prompt with {instruction}, {first}, {second} (evaltrail.judge.pairwise.JudgePrompt)."""
+    labels: dict
+    """Verdict labels the judge may answer -> first / second / tie."""
+    max_tokens: int
+    """Generation budget of one verdict."""
+    stop: list[str]
+    """Stop sequences of a verdict."""
+    method: str = "generate"
+    """generate: the judge writes a label; logprob: each label's logprob is read (JudgePrompt.method)."""
+    tie_margin: float = 0.0
+    """logprob: a summed margin at most this far from 0 is a tie."""
+    contestants: list[str] | None = None
+    """Models whose answers battle; None: every model of the run."""
+    max_answer_chars: int | None = None
+    """Each answer is cut to this many characters in the judge prompt (fits a small judge's window)."""
+    penalty_C: float | None = None
+    """None: unpenalized Bradley-Terry MLE; a number: scikit-learn's inverse L2 strength C."""
+
+    def models(self, run_models: list[str]) -> list[str]:
+        return sorted(self.contestants if self.contestants is not None else run_models)
+
+    def prompt(self):
+        from .judge.pairwise import JudgePrompt
+        return JudgePrompt(self.template, dict(self.labels), int(self.max_tokens), list(self.stop), self.method,
+                           float(self.tie_margin))
+
+
+@dataclass(frozen=True)
+class RagConfig:
+    """A scenario's RAG judging (conf/rag/): judge model, verdict method, prompts, embeddings."""
+    scenario: str
+    """The RAG scenario (the key under `rag`)."""
+    judge: str
+    """The judging model: a key of `model`."""
+    supported: str
+    """Faithfulness check: {contexts}, {statement} -> yes/no."""
+    useful: str
+    """Context precision check: {question}, {reference}, {context} -> yes/no."""
+    attributed: str
+    """Context recall check: {contexts}, {statement} -> yes/no."""
+    question: str
+    """Answer relevancy: {answer} -> a question (generated)."""
+    method: str = "logprob"
+    """Yes/no checks: logprob compares the judge's logprob of the two labels; generate parses its reply."""
+    yes_label: str = "Yes"
+    """The yes label (continuation in logprob mode)."""
+    no_label: str = "No"
+    """The no label."""
+    max_tokens: int = 3
+    """generate: budget of a yes/no reply."""
+    question_max_tokens: int = 32
+    """Budget of the generated question."""
+    embedding: str = "embedding"
+    """Directory under data/raw/<scenario>/ holding the sentence-embedding model's pinned files."""
+
+    def __post_init__(self):
+        if self.method not in ("logprob", "generate"):
+            raise EvaltrailError(f"params.yaml: rag.{self.scenario}.method: {self.method!r}; use logprob or generate")
+        for key, fields in (("supported", ("{contexts}", "{statement}")), ("attributed", ("{contexts}", "{statement}")),
+                            ("useful", ("{question}", "{reference}", "{context}")), ("question", ("{answer}",))):
+            lacking = [f for f in fields if f not in getattr(self, key)]
+            if lacking:
+                raise EvaltrailError(f"params.yaml: rag.{self.scenario}.{key}: the prompt lacks {lacking[0]}")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     seed: int
     max_eval_instances: int | None
@@ -110,6 +183,10 @@ class RunConfig:
     """Pinned word lists (name -> source) that perturbations and bias metrics read."""
     reproduce: dict = field(default_factory=dict)
     """A model card's published rows this suite reproduces (evaltrail.aggregate.reproduction)."""
+    battle: dict[str, BattleConfig] = field(default_factory=dict)
+    """Scenario -> its judged pairwise battles (the battle stage)."""
+    rag: dict[str, RagConfig] = field(default_factory=dict)
+    """Scenario -> its judged RAG metrics (the rag stage)."""
 
 
 def build(cls, data: Any, where: str, **fixed):
@@ -155,7 +232,33 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
         lacking = [k for k in needed if getattr(m, k) is None]
         if lacking:
             raise EvaltrailError(f"{source}: model.{n}.{lacking[0]}: required by backend {m.backend} (see conf/model/)")
-    return build(RunConfig, {**raw, "scenario": scen, "model": mods}, source)
+    battles = {n: build(BattleConfig, c, f"{source}: battle.{n}", scenario=n)
+               for n, c in (raw.pop("battle", None) or {}).items()}
+    for n, b in battles.items():
+        where = f"{source}: battle.{n}"
+        if n not in scen:
+            raise EvaltrailError(f"{where}: battles need scenario {n!r} in the run; add it to the suite's defaults")
+        if b.judge not in mods:
+            raise EvaltrailError(f"{where}.judge: {b.judge!r} is not a model of the run; add it to the suite's "
+                                 f"defaults (valid: {', '.join(sorted(mods))})")
+        contestants = b.models(list(mods))
+        if unknown := sorted(set(contestants) - set(mods)):
+            raise EvaltrailError(f"{where}.contestants: {unknown[0]!r} is not a model of the run "
+                                 f"(valid: {', '.join(sorted(mods))})")
+        if len(set(contestants)) < 2:
+            raise EvaltrailError(f"{where}.contestants: a battle needs at least two models, got {contestants}")
+        try:
+            b.prompt()
+        except EvaltrailError as exc:
+            raise EvaltrailError(f"{where}.template/labels: {exc} (see conf/judge/)") from None
+    rag = {n: build(RagConfig, c, f"{source}: rag.{n}", scenario=n) for n, c in (raw.pop("rag", None) or {}).items()}
+    for n, r in rag.items():
+        if n not in scen:
+            raise EvaltrailError(f"{source}: rag.{n}: RAG metrics need scenario {n!r} in the run; add it to the suite")
+        if r.judge not in mods:
+            raise EvaltrailError(f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
+                                 f"suite's defaults (valid: {', '.join(sorted(mods))})")
+    return build(RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag}, source)
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:

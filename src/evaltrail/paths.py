@@ -56,6 +56,16 @@ def summary_path(scenario: str, model: str) -> Path:
     return Path("results/scores") / scenario / f"{model}.json"
 
 
+def battle_dir(scenario: str) -> Path:
+    """The battle stage's outputs for one scenario: verdicts.parquet, ratings.json, ratings.md."""
+    return Path("results/battles") / scenario
+
+
+def rag_dir(scenario: str) -> Path:
+    """The rag stage's outputs for one scenario: checks.parquet, scores.parquet, summary.json."""
+    return Path("results/rag") / scenario
+
+
 RESULTS = Path("results")
 LEADERBOARD_CSV = RESULTS / "leaderboard.csv"
 LEADERBOARD_MD = RESULTS / "leaderboard.md"

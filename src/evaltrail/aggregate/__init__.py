@@ -7,7 +7,7 @@ import pandas as pd
 from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..io import read_json
-from ..paths import summary_path
+from ..paths import rag_dir, summary_path
 
 from ..metrics import FAMILIES
 
@@ -23,6 +23,13 @@ def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
             if not path.is_file():
                 raise EvaltrailError(f"{path}: missing; run `dvc repro score@{s}-{m}`")
             out[(s, m)] = read_json(path)
+    for s in run.rag:  # the rag stage's judged metrics sit beside score's in the same cell
+        path = rag_dir(s) / "summary.json"
+        if not path.is_file():
+            raise EvaltrailError(f"{path}: missing; run `dvc repro rag@{s}`")
+        for m, summ in read_json(path).items():
+            if (s, m) in out:
+                out[(s, m)] = {**out[(s, m)], "metrics": {**out[(s, m)]["metrics"], **summ["metrics"]}}
     return out
 
 

@@ -32,6 +32,11 @@ class JudgePrompt:
     """Generation budget of one verdict."""
     stop: list = field(default_factory=lambda: ["\n"])
     """Stop sequences of the verdict generation."""
+    method: str = "generate"
+    """generate: the judge writes its verdict; logprob: the judge's logprob of each label is read, and
+    a pair is decided by the margin summed over both orders (`battles_from_margins`)."""
+    tie_margin: float = 0.0
+    """logprob: a summed margin (nats) at most this far from 0 is a tie."""
 
     def __post_init__(self):
         missing = [k for k in ("{instruction}", "{first}", "{second}") if k not in self.template]
@@ -40,6 +45,15 @@ class JudgePrompt:
         bad = sorted(set(self.labels.values()) - {"first", "second", "tie"})
         if bad or not self.labels:
             raise EvaltrailError(f"judge prompt labels must map to first/second/tie, got {bad or 'none'}")
+        if self.method not in ("generate", "logprob"):
+            raise EvaltrailError(f"judge method {self.method!r}: use generate or logprob")
+        sides = list(self.labels.values())
+        if self.method == "logprob" and (sides.count("first") != 1 or sides.count("second") != 1):
+            raise EvaltrailError("judge method logprob needs exactly one label for first and one for second")
+
+    def label(self, side: str) -> str:
+        """The (first) label that names `side`."""
+        return next(k for k, v in self.labels.items() if v == side)
 
 
 def judge_requests(answers: pd.DataFrame, prompt: JudgePrompt) -> pd.DataFrame:
@@ -95,6 +109,26 @@ def battles_from_verdicts(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     out = winner.rename("winner").reset_index()
     stats = {"pairs": int(len(wide)), "agree": int(agree.sum()), "undefined": int(missing.sum()),
              "agreement": float(agree.sum() / max(1, (~missing).sum()))}
+    return out.sort_values(["instance_id", "model_a", "model_b"]).reset_index(drop=True), stats
+
+
+def battles_from_margins(verdicts: pd.DataFrame, tie_margin: float) -> tuple[pd.DataFrame, dict]:
+    """Battles from the judge's label logprobs: position bias cancels by subtraction.
+
+    `verdicts`: rows per order with `margin` = logprob(label of the first answer) - logprob(label of
+    the second). For a pair, model_a's advantage is margin(ab) - margin(ba): a constant preference
+    for whichever answer comes first adds to both and drops out. Above `tie_margin` model_a wins,
+    below -tie_margin model_b, otherwise a tie. Agreement stats are those of the per-order argmax
+    verdicts (how often the judge, read naively, names the same model in both orders)."""
+    _, stats = battles_from_verdicts(verdicts)
+    wide = verdicts.pivot(index=["instance_id", "model_a", "model_b"], columns="order", values="margin")
+    wide = wide.reindex(columns=list(ORDERS))
+    adv = wide["ab"] - wide["ba"]
+    winner = pd.Series("tie", index=wide.index)
+    winner[adv > tie_margin] = "model_a"
+    winner[adv < -tie_margin] = "model_b"
+    out = winner.rename("winner").reset_index()
+    stats["position_bias"] = float(verdicts["margin"].mean())  # mean preference for the first position
     return out.sort_values(["instance_id", "model_a", "model_b"]).reset_index(drop=True), stats
 
 

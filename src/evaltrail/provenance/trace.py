@@ -102,20 +102,7 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
     _raw_files(t, run, scenario)
 
-    info_path, weights = model_info_path(model), model_path(model)
-    _artifact(t, lock, f"fetch_model@{model}", model_dir(model), "model")
-    if info_path.is_file() and run.model[model].backend == "openai":
-        info = read_json(info_path)
-        t.check(info["sha256"] == summary.get("model_sha256"),
-                f"model: served as {info['served']} at {info['base_url']} (identity sha256 {info['sha256']})",
-                f"model: {info_path} identity {info['sha256']}, completions were made by {summary.get('model_sha256')}")
-    elif info_path.is_file() and weights.is_file():
-        info, pin, actual = read_json(info_path), run.model[model].weights["sha256"], sha256_file(weights)
-        t.check(actual == info["sha256"] == pin == summary.get("model_sha256"),
-                f"model weights: {weights} sha256 {pin} pinned in params.yaml model.{model}.weights; from "
-                + ", ".join(describe(p) for p in info["parts"]),
-                f"model weights: {weights} sha256 {actual}, {info_path} says {info['sha256']}, params.yaml pins "
-                f"{pin}, completions were made by {summary.get('model_sha256')}")
+    check_model(t, run, lock, model, summary.get("model_sha256"), "completions were made by")
 
     t.lines.append(f"code: git commit {git_commit()}")
     runs = read_json(MLFLOW_RUNS_JSON) if MLFLOW_RUNS_JSON.is_file() else {"runs": {}}
@@ -123,6 +110,25 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     t.check(run_id is not None, f"mlflow: run {run_id} in experiment {runs.get('experiment')} at {runs.get('tracking_uri')}",
             f"mlflow: {MLFLOW_RUNS_JSON} has no run for {scenario}/{model}")
     return t
+
+
+def check_model(t: Trace, run: RunConfig, lock: dict, model: str, used_sha: str | None, used_by: str) -> None:
+    """The model directory against dvc.lock, and its weights (or served identity) against the pin
+    and the identity `used_sha` recorded in what the model produced."""
+    info_path, weights = model_info_path(model), model_path(model)
+    _artifact(t, lock, f"fetch_model@{model}", model_dir(model), "model")
+    if info_path.is_file() and run.model[model].backend == "openai":
+        info = read_json(info_path)
+        t.check(info["sha256"] == used_sha,
+                f"model: served as {info['served']} at {info['base_url']} (identity sha256 {info['sha256']})",
+                f"model: {info_path} identity {info['sha256']}, {used_by} {used_sha}")
+    elif info_path.is_file() and weights.is_file():
+        info, pin, actual = read_json(info_path), run.model[model].weights["sha256"], sha256_file(weights)
+        t.check(actual == info["sha256"] == pin == used_sha,
+                f"model weights: {weights} sha256 {pin} pinned in params.yaml model.{model}.weights; from "
+                + ", ".join(describe(p) for p in info["parts"]),
+                f"model weights: {weights} sha256 {actual}, {info_path} says {info['sha256']}, params.yaml pins "
+                f"{pin}, {used_by} {used_sha}")
 
 
 def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:

@@ -29,3 +29,11 @@ def truncate(text: str, limit: int | None) -> str:
 
 def cut_metadata(original: str, kept: str, key: str) -> dict:
     return {f"{key}_chars": len(original), f"{key}_truncated": len(kept) < len(original)}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'A-Z0-9])")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences by end punctuation followed by a capital, digit or quote (deterministic, no model)."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]

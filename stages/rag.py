@@ -1,0 +1,45 @@
+"""rag@<scenario>: Ragas' faithfulness, answer relevancy, context precision and context recall of
+every model's answers, from a judge model's checks and pinned sentence embeddings."""
+
+import pandas as pd
+
+from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.io import read_json, write_json, write_parquet
+from evaltrail.judge import rag
+from evaltrail.judge.embed import load_embedder
+from evaltrail.models import model_identity, open_model
+from evaltrail.models.cache import RequestCache
+from evaltrail.models.infer import run_requests
+from evaltrail.paths import (cache_dir, completions_path, model_dir, model_info_path, prompts_path, rag_dir,
+                             raw_dir)
+from evaltrail.stage import run_stage
+
+
+def main(scenario: str) -> None:
+    run = load_params()
+    scenario_config(run, scenario)
+    cfg = run.rag[scenario]
+    judge = model_config(run, cfg.judge)
+    completions = {m: pd.read_parquet(completions_path(scenario, m)) for m in run.models}
+    items = rag.rag_items(pd.read_parquet(prompts_path(scenario)), completions)
+    chk = rag.checks(items, cfg)
+    reqs = rag.requests(chk, cfg)
+    info = read_json(model_info_path(cfg.judge))
+    identity = model_identity(judge, info)
+    outputs, computed = run_requests(reqs, identity, RequestCache(cache_dir() / "requests.sqlite"),
+                                     lambda: open_model(judge, model_dir(cfg.judge), info),
+                                     f"rag {scenario} judged by {cfg.judge}")
+    done = rag.read_checks(chk, reqs, outputs, cfg, identity["sha256"])
+    table = rag.scores(items, done.to_pandas(), load_embedder(raw_dir(scenario) / cfg.embedding))
+    summaries = {m: rag.summary(table, m, scenario, cfg.judge, identity["sha256"]) for m in sorted(completions)}
+    out = rag_dir(scenario)
+    write_parquet(out / "checks.parquet", done)
+    write_parquet(out / "scores.parquet", rag.scores_table(table))
+    write_json(out / "summary.json", summaries)
+    print(f"rag {scenario}: {len(chk)} checks, {len(reqs)} judge requests ({len(reqs) - computed} from cache)")
+    for m, s in summaries.items():
+        print(f"rag {scenario} x {m}: " + ", ".join(f"{k} = {rag.shown(v)}" for k, v in s["metrics"].items()))
+
+
+if __name__ == "__main__":
+    run_stage(main, "rag.py <scenario>")

@@ -1,0 +1,79 @@
+"""End to end: `dvc exp run -S suite=battle` with the embedded models and the embedded judge, then a
+battle rating traced back to verdicts, completions and the judge's weights."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from .pipeline import copy_workspace, dvc, sh, suite_run
+
+pytestmark = pytest.mark.e2e
+SCENARIO = "best_chatgpt_prompts"
+JUDGE = "smollm2_135m_instruct_chat"
+
+
+@pytest.fixture(scope="module")
+def battle_repo(tmp_path_factory):
+    with suite_run(tmp_path_factory.mktemp("battle"), "suite=battle", "max_eval_instances=3", "bootstrap_samples=200",
+                   f"scenario.{SCENARIO}.max_tokens=32") as repo:
+        yield repo
+
+
+def _trace(repo, model, check=True):
+    return sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--battle", "--scenario", SCENARIO,
+              "--model", model, check=check)
+
+
+def test_battle_suite_rates_three_models_from_both_order_verdicts(battle_repo):
+    out = battle_repo / "results" / "battles" / SCENARIO
+    summary = json.loads((out / "ratings.json").read_text())
+    params = yaml.safe_load((battle_repo / "params.yaml").read_text())
+    models = sorted(params["models"])
+    assert sorted(r["model"] for r in summary["ratings"]) == models == sorted(summary["win_rate"])
+    for r in summary["ratings"]:
+        assert r["ci_low"] <= r["rating"] <= r["ci_high"] and r["rank"] >= 1 and r["battles"] == 2 * 3
+    verdicts = pd.read_parquet(out / "verdicts.parquet")
+    assert len(verdicts) == 3 * 3 * 2 and set(verdicts["order"]) == {"ab", "ba"}  # instances x pairs x orders
+    pin = params["model"][JUDGE]["weights"]["sha256"]
+    assert set(verdicts["judge_sha256"]) == {pin} and verdicts["label_logprobs"].map(len).eq(3).all()
+    assert summary["judgements"] == 18 and sum(summary["verdicts"].values()) == 18
+    assert "Win rate of the row model" in (out / "ratings.md").read_text()
+    # each judged answer is a completion of the pipeline, verbatim (cut only beyond max_answer_chars)
+    row = verdicts.iloc[0]
+    text = pd.read_parquet(battle_repo / "results" / "completions" / SCENARIO / f"{row['model_a']}.parquet") \
+        .set_index("request_id").loc[row["request_id"], "text"].strip()
+    assert text[:200] in row["prompt"]
+    assert dvc(battle_repo, "status").stdout.strip().endswith("Data and pipelines are up to date.")
+
+
+def test_a_rating_traces_to_verdicts_completions_and_judge_weights(battle_repo):
+    proc = _trace(battle_repo, "gemma3_270m")
+    assert "refit from 18 judgements" in proc.stdout and "all 18 re-derived from these completions" in proc.stdout
+    assert f"models/{JUDGE}/weights.gguf sha256" in proc.stdout and "!!" not in proc.stdout
+
+
+def test_trace_fails_when_an_answer_no_longer_matches_what_was_judged(battle_repo, tmp_path):
+    repo = copy_workspace(battle_repo, tmp_path / "copy")
+    path = repo / "results" / "completions" / SCENARIO / "gemma3_270m.parquet"
+    comp = pd.read_parquet(path)
+    comp.loc[0, "text"] = "an answer the judge never saw"
+    path.unlink()  # a DVC cache hard link: replace, never write through it
+    comp.to_parquet(path, index=False)
+    proc = _trace(repo, "gemma3_270m", check=False)
+    assert proc.returncode == 1
+    assert "verdict(s) judged answers these completions do not give" in proc.stdout
+    assert "completions of gemma3_270m" in proc.stdout and "but dvc.lock" in proc.stdout
+
+
+def test_a_new_judge_prompt_makes_only_the_battle_stale(battle_repo, tmp_path):
+    repo = copy_workspace(battle_repo, tmp_path / "copy")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["battle"][SCENARIO]["template"] += "\nBe brief."
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stale = [line[:-1] for line in dvc(repo, "status").stdout.splitlines() if line and not line[0].isspace()]
+    assert stale == [f"battle@{SCENARIO}"]
