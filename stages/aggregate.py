@@ -9,9 +9,10 @@ from evaltrail.aggregate import (collect, families, leaderboard, metrics_json, p
                                  to_markdown)
 from evaltrail.config import load_params
 from evaltrail.io import read_json, write_json, write_text
+from evaltrail.judge.battle import to_markdown as battle_markdown
 from evaltrail.paths import (FAMILIES_JSON, LEADERBOARD_CSV, LEADERBOARD_JSON, LEADERBOARD_MD, METRICS_JSON,
                              MLFLOW_RUNS_JSON, PAIRWISE_JSON, PLOTS, REPRODUCTION_JSON, REPRODUCTION_MD,
-                             prepare_report_path, scores_path, summary_path)
+                             battle_dir, prepare_report_path, scores_path, summary_path)
 from evaltrail.provenance.lock import git_commit, load_lock
 from evaltrail.stage import run_stage
 from evaltrail.tracking import log_cell, log_parent, shown_uri, tracking_uri
@@ -30,10 +31,12 @@ def main() -> None:
     ratings, fit = pairwise.ratings(outcomes, run.bootstrap_samples, run.seed)
     diffs = pairwise.differences(outcomes, run.bootstrap_samples, run.seed)
     subjects = plots.subjects(summaries)
+    battles = [(b, read_json(battle_dir(b) / "ratings.json")) for b in sorted(run.battle_scenarios)]
     sections = (["", "## By family", "", "Each family's headline metric per scenario, and HELM's mean win rate "
                  "(the share of other models a model beats per column, a tie counting 1/2, averaged)."]
                 + families.to_markdown(tables) + pairwise.to_markdown(ratings, fit, diffs)
-                + plots.subjects_markdown(subjects, summaries))
+                + plots.subjects_markdown(subjects, summaries)
+                + [line for b, summary in battles for line in ["", *battle_markdown(b, summary, level=2).splitlines()]])
     write_text(LEADERBOARD_CSV, board.to_csv(index=False, float_format="%.6f"))
     write_text(LEADERBOARD_MD, to_markdown(board, sections))
     write_json(LEADERBOARD_JSON, board.to_dict(orient="records"))

@@ -34,8 +34,9 @@ def trace(repo: Path, scenario: str, model: str, metric: str, check: bool = True
 def tracked_files() -> list[str]:
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split("\n")
-    return [f for f in out if f and not f.startswith(("results/", "bench/")) and f != "dvc.lock"
-            and (ROOT / f).is_file()]
+    # results/ starts empty but for the READMEs that keep judged-result directories in git
+    return [f for f in out if f and (not f.startswith(("results/", "bench/")) or f.endswith("/README.md"))
+            and f != "dvc.lock" and (ROOT / f).is_file()]
 
 
 def new_workspace(repo: Path) -> Path:

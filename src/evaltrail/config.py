@@ -187,6 +187,10 @@ class RunConfig:
     """Scenario -> its judged pairwise battles (the battle stage)."""
     rag: dict[str, RagConfig] = field(default_factory=dict)
     """Scenario -> its judged RAG metrics (the rag stage)."""
+    battle_scenarios: list[str] = field(default_factory=list)
+    """Derived: the keys of `battle` (aggregate depends on this, not on the judge configs)."""
+    rag_scenarios: list[str] = field(default_factory=list)
+    """Derived: the keys of `rag`."""
 
 
 def build(cls, data: Any, where: str, **fixed):

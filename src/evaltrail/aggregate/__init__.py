@@ -23,7 +23,7 @@ def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
             if not path.is_file():
                 raise EvaltrailError(f"{path}: missing; run `dvc repro score@{s}-{m}`")
             out[(s, m)] = read_json(path)
-    for s in run.rag:  # the rag stage's judged metrics sit beside score's in the same cell
+    for s in run.rag_scenarios:  # the rag stage's judged metrics sit beside score's in the same cell
         path = rag_dir(s) / "summary.json"
         if not path.is_file():
             raise EvaltrailError(f"{path}: missing; run `dvc repro rag@{s}`")

@@ -147,9 +147,9 @@ def summarize(verdicts: pd.DataFrame, prompt: JudgePrompt, samples: int, seed: i
     return summary, ratings
 
 
-def to_markdown(scenario: str, s: dict) -> str:
+def to_markdown(scenario: str, s: dict, level: int = 1) -> str:
     v = s["verdicts"]
-    lines = [f"# Battles on {scenario}", "",
+    lines = [f"{'#' * level} Battles on {scenario}", "",
              f"Judge: {s['judge']} (sha256 {s['judge_sha256']}). {s['instances']} instructions, {s['pairs']} pairs, "
              f"{s['judgements']} judgements (each pair in both orders).", "",
              f"Verdicts: first {v['first']}, second {v['second']}, tie {v['tie']}, undefined {v['undefined']} "
