@@ -44,6 +44,8 @@ def test_battle_suite_rates_three_models_from_both_order_verdicts(battle_repo):
     assert summary["judgements"] == 18 and sum(summary["verdicts"].values()) == 18
     assert "Win rate of the row model" in (out / "ratings.md").read_text()
     assert f"## Battles on {SCENARIO}" in (battle_repo / "results" / "leaderboard.md").read_text()
+    page = (battle_repo / "results" / "report" / "index.html").read_text()
+    assert 'id="battles"' in page and f"{SCENARIO}: Bradley–Terry ratings" in page
     # each judged answer is a completion of the pipeline, verbatim (cut only beyond max_answer_chars)
     row = verdicts.iloc[0]
     text = pd.read_parquet(battle_repo / "results" / "completions" / SCENARIO / f"{row['model_a']}.parquet") \

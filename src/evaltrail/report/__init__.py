@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import RunConfig
-from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, summary_path
+from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path
 from .charts import charts
 from .data import scenario_payload
 from .html import ModelFacts, ScenarioFacts, index_html
 from .inputs import read_json_input, read_optional_json
-from .tables import check_records, family_tables, leaderboard_tables
+from .tables import battle_tables, check_records, family_tables, leaderboard_tables
 
 REPORT_DIR = REPORT
 ASSETS = ("report.css", "report.js")
@@ -92,8 +92,10 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
     families = read_optional_json(FAMILIES_JSON)
     win_rates = family_tables(families, FAMILIES_JSON) if families is not None else []
     models, scenarios = _facts(run)
+    battles = [t for b in sorted(run.battle_scenarios) for t in battle_tables(
+        b, read_json_input(battle_dir(b) / "ratings.json", f"run `dvc repro battle@{b}`"))]
     page = index_html(models, scenarios, leaderboard_tables(records, run.models), win_rates,
-                      charts(PLOTS, run.models))
+                      charts(PLOTS, run.models), battles)
     files = {"index.html": page}
     files.update({f"assets/{a}": resources.files(__package__).joinpath("assets", a).read_text(encoding="utf-8")
                   for a in ASSETS})

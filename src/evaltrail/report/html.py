@@ -105,7 +105,7 @@ def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts]) -> str
 
 
 def index_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], board: list[Table],
-               win_rates: list[Table], charts: list[Chart]) -> str:
+               win_rates: list[Table], charts: list[Chart], battles: list[Table] = ()) -> str:
     nav = "".join(f'<a href="#scenario/{_attr(s.name)}">{escape(s.name)}</a>' for s in scenarios)
     parts = [_facts_html(models, scenarios),
              '<h2 id="leaderboard">Leaderboard</h2><p class="note">Mean [95% CI] over original instances; '
@@ -113,6 +113,10 @@ def index_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], board: 
              *map(table_html, board)]
     if win_rates:
         parts += ['<h2 id="win-rates">Mean win rates</h2>', *map(table_html, win_rates)]
+    if battles:
+        parts += ['<h2 id="battles">Battles</h2><p class="note">Pairwise judgements of open-ended answers '
+                  "(results/battles/); ratings and their CIs come from the verdicts alone.</p>",
+                  *map(table_html, battles)]
     if charts:
         parts.append('<h2 id="plots">Plots</h2>')
         parts += [f'<figure class="plot" id="plot-{_attr(c.key)}"><figcaption>{escape(c.title)}</figcaption>{c.svg}</figure>'

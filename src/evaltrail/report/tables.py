@@ -133,3 +133,21 @@ def family_tables(entries: Any, path: Path) -> list[Table]:
         tables.append(Table(f"winrate-{e['family']}", f"{str(e['family']).capitalize()}: mean win rate",
                             columns, rows))
     return tables
+
+
+def battle_tables(scenario: str, summary: dict) -> list[Table]:
+    """A battle's Bradley–Terry ratings (with CI and CI-rule rank) and its win-rate matrix."""
+    ratings = Table(f"battle-{scenario}", f"{scenario}: Bradley–Terry ratings ({summary['method']} verdicts by "
+                    f"{summary['judge']}, agreement between orders {summary['agreement']:.1%})",
+                    [Column("model", numeric=False), Column("rating", title="mean 1000, 95% bootstrap CI"),
+                     Column("rank", title="1 + models whose CI lies wholly above"), Column("battles")],
+                    [[Cell(r["model"], r["model"]), stat_cell({"mean": r["rating"], "ci_low": r["ci_low"],
+                                                               "ci_high": r["ci_high"]}, r["battles"]),
+                      Cell(str(r["rank"]), r["rank"]), Cell(str(r["battles"]), r["battles"])]
+                     for r in summary["ratings"]])
+    models = sorted(summary["win_rate"])
+    wins = Table(f"battle-{scenario}-wins", f"{scenario}: win rate of the row model against the column model",
+                 [Column("model", numeric=False)] + [Column(m) for m in models],
+                 [[Cell(m, m)] + [Cell(number(summary["win_rate"][m][o]), _finite(summary["win_rate"][m][o]))
+                                  for o in models] for m in models])
+    return [ratings, wins]
