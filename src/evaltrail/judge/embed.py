@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 is a BERT encoder followed by mean pooling over the attention mask and L2
 normalization (its modules.json); the same three steps here, with transformers loading only the
-files fetch verified (HF_HUB_OFFLINE=1, local_files_only). Needs the `hf` extra (torch, transformers).
+files fetch verified (HF_HUB_OFFLINE=1, local_files_only). Needs the `rag` extra (torch, transformers).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def load_embedder(path: Path, batch: int = 32):
         import torch
         from transformers import AutoModel, AutoTokenizer
     except ImportError:
-        raise EvaltrailError("RAG answer relevancy needs torch and transformers: pip install -e '.[hf]'") from None
+        raise EvaltrailError("RAG answer relevancy needs torch and transformers: pip install -e '.[rag]'") from None
     pooling = json.loads((path / "pooling.json").read_text()) if (path / "pooling.json").is_file() else {}
     if not pooling.get("pooling_mode_mean_tokens", False):
         raise EvaltrailError(f"{path}/pooling.json: expected mean pooling (a sentence-transformers MiniLM model)")

@@ -34,7 +34,10 @@ def _positive_int(cfg: ScenarioConfig, key: str) -> int:
 
 def retrieve(corpus: list[str], queries: list[str], top_k: int) -> np.ndarray:
     """Indices of the top_k corpus entries per query by TF-IDF cosine; ties keep corpus order."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    try:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+    except ImportError:
+        raise EvaltrailError("narrative_qa_rag's retriever needs scikit-learn: pip install -e '.[rag]'") from None
 
     vec = TfidfVectorizer(lowercase=True, stop_words="english", sublinear_tf=True)
     docs = vec.fit_transform(corpus)
