@@ -3,6 +3,7 @@ battle rating traced back to verdicts, completions and the judge's weights."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from .pipeline import copy_workspace, dvc, sh, suite_run
+from .servers import llama_server
 
 pytestmark = pytest.mark.e2e
 SCENARIO = "best_chatgpt_prompts"
@@ -80,3 +82,26 @@ def test_a_new_judge_prompt_makes_only_the_battle_stale(battle_repo, tmp_path):
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stale = [line[:-1] for line in dvc(repo, "status").stdout.splitlines() if line and not line[0].isspace()]
     assert stale == [f"battle@{SCENARIO}"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
+                    reason="llama-cpp-python[server] is not installed (the test extra installs it)")
+def test_a_served_judge_writes_verdicts_under_its_server_identity(battle_repo, tmp_path, smollm_gguf):
+    """The judge may be any backend: here an OpenAI-compatible server, judging the three embedded
+    models' answers (the served model itself is listed out of the contestants)."""
+    served = "smollm2_135m_instruct_served"
+    repo = copy_workspace(battle_repo, tmp_path / "copy")
+    with llama_server(smollm_gguf, "smollm2_135m_instruct", log=tmp_path / "server.log") as url:
+        dvc(repo, "exp", "run", "-S", "suite=battle", "-S", "max_eval_instances=3", "-S", "bootstrap_samples=200",
+            "-S", f"scenario.{SCENARIO}.max_tokens=32", "-S", f"+model@model.{served}={served}",
+            "-S", f"model.{served}.server.base_url={url}", "-S", f"battle.{SCENARIO}.judge={served}",
+            "-S", f"battle.{SCENARIO}.method=generate",
+            "-S", f"battle.{SCENARIO}.contestants=[gemma3_270m,smollm2_135m_instruct,{JUDGE}]")
+    verdicts = pd.read_parquet(repo / "results" / "battles" / SCENARIO / "verdicts.parquet")
+    info = json.loads((repo / "models" / served / "model.json").read_text())
+    assert set(verdicts["judge"]) == {served} and set(verdicts["judge_sha256"]) == {info["sha256"]}
+    assert len(verdicts) == 18 and verdicts["output"].notna().all() and verdicts["label_logprobs"].isna().all()
+    summary = json.loads((repo / "results" / "battles" / SCENARIO / "ratings.json").read_text())
+    assert summary["method"] == "generate" and sum(summary["verdicts"].values()) == 18
+    proc = _trace(repo, "gemma3_270m")
+    assert "model: served as" in proc.stdout and "!!" not in proc.stdout
