@@ -42,6 +42,7 @@ XSS = '<img src=x onerror="window.__pwned = 1">'  # must show as text, never run
 PARAMS = {
     "seed": 0, "max_eval_instances": 10, "bootstrap_samples": 10,
     "scenarios": ["mmlu", "hellaswag"], "models": MODELS, "mlflow": {"experiment": "test"},
+    "battle_scenarios": ["hellaswag"],  # ratings.json below stands in for a battle stage's output
     "scenario": {
         "mmlu": {"description": "Knowledge across subjects", "license": "MIT", "citation": "Hendrycks et al. (2021)",
                  "taxonomy": {"task": "multiple choice QA", "language": "English"},
@@ -173,6 +174,12 @@ def make_inputs(root: Path) -> dict:
                       {"model": "beta_model", "mean_win_rate": 0.0,
                        "cells": {"hellaswag: acc_norm": {"mean": 0.5, "ci_low": 0.3, "ci_high": 0.7, "n": 2},
                                  "mmlu: exact_match": None}}]}])
+        write_json(Path("results/battles/hellaswag/ratings.json"), {
+            "method": "generate", "judge": "alpha_model", "agreement": 0.75,
+            "ratings": [{"model": "beta_model", "rating": 950.0, "ci_low": 900.0, "ci_high": 1001.0, "rank": 1, "battles": 4},
+                        {"model": "alpha_model", "rating": 1050.0, "ci_low": 999.0, "ci_high": 1100.0, "rank": 1, "battles": 4}],
+            "win_rate": {"alpha_model": {"alpha_model": None, "beta_model": 0.625},
+                         "beta_model": {"alpha_model": 0.375, "beta_model": None}}})
         plots = Path("results/plots")
         write_text(plots / "accuracy_vs_throughput.csv", "model,scenario,metric,accuracy,tokens_per_s\n"
                    "alpha_model,mmlu,exact_match,0.667,120.5\nbeta_model,mmlu,exact_match,0.333,80.0\n"
@@ -301,6 +308,17 @@ def test_leaderboard_tables_render_and_sort(page, report):
     assert page.locator("#plot-reliability-mmlu line.diagonal").count() >= 1
     assert page.locator("#plot-mmlu_subjects rect.bar").count() == 2
     assert page.locator("#models").text_content().count(SHA["alpha_model"]) == 1
+    assert page.errors == []
+
+
+def test_battle_ratings_render_with_their_ci_and_sort(page, report):
+    table = "#table-battle-hellaswag"
+    assert "agreement between orders 75.0%" in page.locator("#battles ~ figure").first.text_content()
+    assert _column(page, table) == ["beta_model", "alpha_model"]  # as ratings.json lists them
+    assert page.locator(f"{table} tbody tr").nth(1).locator("td").first.text_content() == "1050.0[999.0, 1100.0]"
+    page.locator(f"{table} thead th[data-col='1']").click()  # rating: highest first
+    assert _column(page, table) == ["alpha_model", "beta_model"]
+    assert page.locator("#table-battle-hellaswag-wins tbody tr").first.locator("td").nth(1).text_content() == "0.625"
     assert page.errors == []
 
 
