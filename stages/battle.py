@@ -2,13 +2,11 @@
 
 import pandas as pd
 
-from evaltrail.config import load_params, model_config, scenario_config
-from evaltrail.io import read_json, write_json, write_parquet, write_text
+from evaltrail.config import load_params, scenario_config
+from evaltrail.io import write_json, write_parquet, write_text
+from evaltrail.judge import run_judge
 from evaltrail.judge.battle import contestant_answers, judge_prompts, summarize, to_markdown, verdict_table
-from evaltrail.models import model_identity, open_model
-from evaltrail.models.cache import RequestCache
-from evaltrail.models.infer import run_requests
-from evaltrail.paths import battle_dir, cache_dir, completions_path, model_dir, model_info_path, prompts_path
+from evaltrail.paths import battle_dir, completions_path, prompts_path
 from evaltrail.stage import run_stage
 
 
@@ -16,18 +14,13 @@ def main(scenario: str) -> None:
     run = load_params()
     scenario_config(run, scenario)
     cfg = run.battle[scenario]
-    judge = model_config(run, cfg.judge)
     prompt = cfg.prompt()
     completions = {m: pd.read_parquet(completions_path(scenario, m)) for m in cfg.models(run.models)}
     answers = contestant_answers(pd.read_parquet(prompts_path(scenario)), completions, cfg.max_answer_chars)
     judgements, reqs = judge_prompts(answers, prompt)
-    info = read_json(model_info_path(cfg.judge))
-    identity = model_identity(judge, info)
-    outputs, computed = run_requests(reqs, identity, RequestCache(cache_dir() / "requests.sqlite"),
-                                     lambda: open_model(judge, model_dir(cfg.judge), info),
-                                     f"battle {scenario} judged by {cfg.judge}")
+    outputs, computed, identity = run_judge(run, cfg.judge, reqs, f"battle {scenario} judged by {cfg.judge}")
     verdicts = verdict_table(judgements, reqs, outputs, prompt, cfg.judge, identity["sha256"])
-    summary, _ = summarize(verdicts.to_pandas(), prompt, run.bootstrap_samples, run.seed, cfg.penalty_C,
+    summary = summarize(verdicts.to_pandas(), prompt, run.bootstrap_samples, run.seed, cfg.penalty_C,
                            f"battle.{scenario}.penalty_C")
     out = battle_dir(scenario)
     write_parquet(out / "verdicts.parquet", verdicts)

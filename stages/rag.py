@@ -3,15 +3,11 @@ every model's answers, from a judge model's checks and pinned sentence embedding
 
 import pandas as pd
 
-from evaltrail.config import load_params, model_config, scenario_config
-from evaltrail.io import read_json, write_json, write_parquet
-from evaltrail.judge import rag
+from evaltrail.config import load_params, scenario_config
+from evaltrail.io import write_json, write_parquet
+from evaltrail.judge import rag, run_judge
 from evaltrail.judge.embed import load_embedder
-from evaltrail.models import model_identity, open_model
-from evaltrail.models.cache import RequestCache
-from evaltrail.models.infer import run_requests
-from evaltrail.paths import (cache_dir, completions_path, model_dir, model_info_path, prompts_path, rag_dir,
-                             raw_dir)
+from evaltrail.paths import completions_path, prompts_path, rag_dir, raw_dir
 from evaltrail.stage import run_stage
 
 
@@ -19,16 +15,11 @@ def main(scenario: str) -> None:
     run = load_params()
     scenario_config(run, scenario)
     cfg = run.rag[scenario]
-    judge = model_config(run, cfg.judge)
     completions = {m: pd.read_parquet(completions_path(scenario, m)) for m in run.models}
     items = rag.rag_items(pd.read_parquet(prompts_path(scenario)), completions)
     chk = rag.checks(items, cfg)
     reqs = rag.requests(chk, cfg)
-    info = read_json(model_info_path(cfg.judge))
-    identity = model_identity(judge, info)
-    outputs, computed = run_requests(reqs, identity, RequestCache(cache_dir() / "requests.sqlite"),
-                                     lambda: open_model(judge, model_dir(cfg.judge), info),
-                                     f"rag {scenario} judged by {cfg.judge}")
+    outputs, computed, identity = run_judge(run, cfg.judge, reqs, f"rag {scenario} judged by {cfg.judge}")
     done = rag.read_checks(chk, reqs, outputs, cfg, identity["sha256"])
     table = rag.scores(items, done.to_pandas(), load_embedder(raw_dir(scenario) / cfg.embedding))
     summaries = {m: rag.summary(table, m, scenario, cfg.judge, identity["sha256"]) for m in sorted(completions)}

@@ -78,12 +78,7 @@ def bias_word_lists_path(tmp_path_factory) -> Path:
 def smoke_repo(tmp_path_factory):
     """A fresh git + DVC copy of the project that has run `dvc exp run -S suite=smoke` (cold
     request cache: real inference). Its environment: pipeline.workspace_env(repo)."""
-    from .pipeline import dvc, new_workspace, workspace_env
+    from .pipeline import suite_run
 
-    repo = tmp_path_factory.mktemp("evaltrail")
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in workspace_env(repo).items():
-            mp.setenv(k, v)
-        new_workspace(repo)
-        dvc(repo, "exp", "run", "-S", "suite=smoke")
-    return repo
+    with suite_run(tmp_path_factory.mktemp("evaltrail"), "suite=smoke") as repo:
+        return repo

@@ -85,7 +85,7 @@ def test_summing_both_orders_cancels_the_judges_preference_for_the_first_answer(
     assert all(expect[(a, b)] == w for a, b, w in battles[["model_a", "model_b", "winner"]].itertuples(index=False))
     assert stats["agreement"] == 0.0 and stats["position_bias"] == pytest.approx(3.0)
 
-    summary, ratings = summarize(verdicts, prompt, samples=50, seed=0, C=1.0)
+    summary = summarize(verdicts, prompt, samples=50, seed=0, C=1.0)
     assert [r["model"] for r in summary["ratings"]] == ["long", "mid", "short"]
     assert summary["win_rate"]["long"]["short"] == 1.0 and summary["win_rate"]["short"]["long"] == 0.0
     assert summary["verdicts"] == {"first": 24, "second": 0, "tie": 0, "undefined": 0}
@@ -101,7 +101,7 @@ def test_generated_verdicts_count_unparsable_replies_as_undefined():
             for r in reqs["request_id"]]
     out = pa.Table.from_pylist(rows, schema=pa.schema([COMPLETIONS_SCHEMA.field(c) for c in rows[0]]))
     verdicts = verdict_table(judgements, reqs, out, prompt, "judge", "0" * 64).to_pandas()
-    summary, _ = summarize(verdicts, prompt, samples=20, seed=0, C=1.0)
+    summary = summarize(verdicts, prompt, samples=20, seed=0, C=1.0)
     assert summary["verdicts"]["undefined"] == 1 and summary["pairs_undefined"] == 1
     assert summary["outcomes"] == {"model_a": 1, "tie": 1} and summary["agreement"] == 1.0
     assert verdicts["output"].tolist() == ["A", "B", "hmm", "C"]  # the raw replies, kept as given

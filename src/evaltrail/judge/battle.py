@@ -13,9 +13,10 @@ import math
 import pandas as pd
 import pyarrow as pa
 
-from ..aggregate.ranking import ArenaRatings, arena_ratings
+from ..aggregate.ranking import arena_ratings
 from ..errors import EvaltrailError
 from ..hashing import stable_id
+from . import answered_requests, answers
 from .pairwise import (JudgePrompt, battles_from_margins, battles_from_verdicts, judge_requests, parse_verdict,
                        win_rate_matrix)
 
@@ -48,20 +49,13 @@ def contestant_answers(prompts: pd.DataFrame, completions: dict[str, pd.DataFram
 
     Only the unperturbed generation request of trial 0 is judged (variants and extra trials are other
     questions). A model without a completion for a request is an error naming it, not a silent gap."""
-    gen = prompts[(prompts["method"] == "generate") & prompts["perturbation"].isna() & (prompts["trial"] == 0)]
-    if gen.empty:
-        raise EvaltrailError("no unperturbed generation requests to judge; battles need a generation scenario")
-    if gen["instance_id"].duplicated().any():
-        raise EvaltrailError("several generation requests per instance; battles judge one answer per model")
+    gen = answered_requests(prompts)
     rows = []
     for model, comp in sorted(completions.items()):
-        text = dict(zip(comp["request_id"], comp["text"]))
-        missing = [r for r in gen["request_id"] if r not in text]
-        if missing:
-            raise EvaltrailError(f"completions of {model} lack request {missing[0]}; re-run its infer stage")
         rows += [{"instance_id": iid, "request_id": rid, "instruction": inp, "model": model,
-                  "answer": _cut(text[rid], max_chars)}
-                 for iid, rid, inp in zip(gen["instance_id"], gen["request_id"], gen["input"])]
+                  "answer": _cut(text, max_chars)}
+                 for iid, rid, inp, text in zip(gen["instance_id"], gen["request_id"], gen["input"],
+                                                answers(model, comp, list(gen["request_id"])))]
     return pd.DataFrame(rows, columns=["instance_id", "request_id", "instruction", "model", "answer"])
 
 
@@ -115,7 +109,7 @@ def _num(x: float) -> float | None:
 
 
 def summarize(verdicts: pd.DataFrame, prompt: JudgePrompt, samples: int, seed: int, C: float | None,
-              key: str = "battle.<scenario>.penalty_C") -> tuple[dict, ArenaRatings]:
+              key: str = "battle.<scenario>.penalty_C") -> dict:
     """Ratings with CIs, the win-rate matrix, verdict counts and agreement between the two orders."""
     if prompt.method == "logprob":
         battles, stats = battles_from_margins(verdicts, prompt.tie_margin)
@@ -144,7 +138,7 @@ def summarize(verdicts: pd.DataFrame, prompt: JudgePrompt, samples: int, seed: i
                     for m, t in ratings.table.iterrows()],
         "win_rate": {m: {o: _num(v) for o, v in row.items()} for m, row in wins.iterrows()},
     }
-    return summary, ratings
+    return summary
 
 
 def to_markdown(scenario: str, s: dict, level: int = 1) -> str:

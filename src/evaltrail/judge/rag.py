@@ -28,6 +28,7 @@ import pyarrow as pa
 from ..config import RagConfig
 from ..errors import EvaltrailError
 from ..hashing import stable_id
+from . import answered_requests, answers
 from ..metrics.stats import mean_ci_analytic
 from ..scenarios.text import sentences
 
@@ -37,21 +38,19 @@ RETRIEVAL = ""  # the `model` of checks that read no answer (context precision a
 
 def rag_items(prompts: pd.DataFrame, completions: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per (model, original instance): question, contexts, answer, reference (first gold)."""
-    gen = prompts[(prompts["method"] == "generate") & prompts["perturbation"].isna() & (prompts["trial"] == 0)]
+    gen = answered_requests(prompts)
+    metas = [json.loads(m) for m in gen["metadata"]]
+    for iid, meta in zip(gen["instance_id"], metas):
+        if "contexts" not in meta or "question" not in meta:
+            raise EvaltrailError(f"instance {iid}: no question/contexts in its metadata; RAG metrics "
+                                 f"need a RAG scenario (e.g. narrative_qa_rag)")
+    golds = [[ref["text"] for ref in refs if ref["correct"]] for refs in gen["references"]]
     rows = []
     for model, comp in sorted(completions.items()):
-        text = dict(zip(comp["request_id"], comp["text"]))
-        for r in gen.itertuples(index=False):
-            meta = json.loads(r.metadata)
-            if "contexts" not in meta or "question" not in meta:
-                raise EvaltrailError(f"instance {r.instance_id}: no question/contexts in its metadata; RAG metrics "
-                                     f"need a RAG scenario (e.g. narrative_qa_rag)")
-            if r.request_id not in text:
-                raise EvaltrailError(f"completions of {model} lack request {r.request_id}; re-run its infer stage")
-            golds = [ref["text"] for ref in r.references if ref["correct"]]
-            rows.append({"model": model, "instance_id": r.instance_id, "question": meta["question"],
-                         "contexts": list(meta["contexts"]), "answer": (text[r.request_id] or "").strip(),
-                         "reference": golds[0] if golds else ""})
+        texts = answers(model, comp, list(gen["request_id"]))
+        rows += [{"model": model, "instance_id": iid, "question": meta["question"], "contexts": list(meta["contexts"]),
+                  "answer": text.strip(), "reference": gold[0] if gold else ""}
+                 for iid, meta, text, gold in zip(gen["instance_id"], metas, texts, golds)]
     return pd.DataFrame(rows, columns=["model", "instance_id", "question", "contexts", "answer", "reference"])
 
 

@@ -39,7 +39,7 @@ def trace_battle(run: RunConfig, scenario: str, model: str) -> Trace:
 
     verdicts = pd.read_parquet(verdicts_path)
     prompt = cfg.prompt()
-    refit, _ = summarize(verdicts, prompt, run.bootstrap_samples, run.seed, cfg.penalty_C)
+    refit = summarize(verdicts, prompt, run.bootstrap_samples, run.seed, cfg.penalty_C)
     again = next((r for r in refit["ratings"] if r["model"] == model), {})
     t.check(_close(again.get("rating", float("nan")), row["rating"]),
             f"verdicts: refit from {len(verdicts)} judgements gives rating {again.get('rating'):.3f} "
