@@ -57,3 +57,14 @@ def test_a_served_model_is_not_sharded(cluster):
 
     with pytest.raises(EvaltrailError, match="only embedded models are sharded"):
         RayShards(ModelConfig(name="m", backend="openai", server={}), Path("x"), "0" * 64, cluster)
+
+
+def test_chunks_keep_order_balance_the_workers_and_stay_small():
+    from evaltrail.models.distributed import CHUNKS_PER_WORKER, MAX_CHUNK, cut
+
+    small = cut(list(range(24)), 2)  # the smoke stage above: 8 chunks of 3
+    assert [len(c) for c in small] == [3] * 8 and sum(small, []) == list(range(24))
+    big = cut(list(range(40_168)), 2)  # HellaSwag's full set: cached every MAX_CHUNK answers, not in eighths
+    assert max(map(len, big)) == MAX_CHUNK and len(big) == -(-40_168 // MAX_CHUNK) > 2 * CHUNKS_PER_WORKER
+    assert sum(big, []) == list(range(40_168))
+    assert cut([], 2) == [] and cut(["a"], 4) == [["a"]]

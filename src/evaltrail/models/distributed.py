@@ -24,7 +24,18 @@ from ..errors import EvaltrailError
 ADDRESS_ENV = "EVALTRAIL_RAY_ADDRESS"
 """A Ray cluster address ("auto", "host:port", "ray://host:10001"); unset: infer runs locally."""
 CHUNKS_PER_WORKER = 4
-"""Chunks per available worker slot: smaller chunks balance load, each costs one model load."""
+"""Chunks per available worker slot, at least: smaller chunks balance load, each costs one model load."""
+MAX_CHUNK = 256
+"""Requests per chunk, at most: a chunk's answers reach the cache only when the whole chunk is done,
+so a full evaluation set (tens of thousands of requests) is cached every few minutes, not in
+eighths, and an interrupted run loses little."""
+
+
+def cut(items: list, slots: int) -> list[list]:
+    """Consecutive chunks of the sorted requests (shared prompt prefixes stay together): at least
+    CHUNKS_PER_WORKER per worker slot, at most MAX_CHUNK requests each."""
+    size = max(1, min(MAX_CHUNK, math.ceil(len(items) / (slots * CHUNKS_PER_WORKER))))
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable) -> list:
@@ -65,8 +76,7 @@ class RayShards:
     def map_requests(self, items: list[tuple[str, dict]], call: Callable) -> Iterator[tuple[str, dict]]:
         import ray
 
-        size = max(1, math.ceil(len(items) / (self.slots * CHUNKS_PER_WORKER)))
-        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        chunks = cut(items, self.slots)
         task = ray.remote(num_cpus=self.threads, max_retries=2)(_answer_chunk)
         weights = ray.put(self.weights.read_bytes())
         cfg = dataclasses.replace(self.cfg, n_threads=self.threads)  # what Ray reserved, not every core
