@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -20,18 +23,32 @@ ray = pytest.importorskip("ray", reason="ray is not installed (the test extra in
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """`ray start --head` on 127.0.0.1 with two CPUs; yields its address, stops it after."""
+    """`ray start --head --block` on 127.0.0.1 with two CPUs, in a session of its own; yields its
+    address. Teardown ends that session only: `ray stop` would also stop any other Ray cluster on
+    the machine (e.g. one running a long evaluation)."""
     tmp = tmp_path_factory.mktemp("ray")
     port = free_port()
     ray_bin = Path(sys.executable).parent / "ray"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                    "--num-cpus", "2", "--include-dashboard", "false", "--temp-dir", str(tmp)],
-                   check=True, capture_output=True, env=env)
+    log = tmp / "ray-start.log"
+    with log.open("w") as out:
+        head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                                 "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
+                                 "--temp-dir", str(tmp)], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
     try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in log.read_text():
+            assert head.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, env=env)
+        head.terminate()  # --block: the head stops the processes it started
+        try:
+            head.wait(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)  # anything of this cluster left in its session
 
 
 def test_sharded_infer_stage_matches_the_local_run(smoke_repo, tmp_path, cluster):

@@ -128,8 +128,13 @@ def test_injected_faults_are_retried_to_the_clean_result(tmp_path, fetched, smol
         faulty = through_server(served(proxy.url, "smollm2", timeout_s=1.5, max_retries=10), prompts,
                                 RequestCache(tmp_path / "faulty.sqlite"))
     assert sum(proxy.faults.values()) >= 3 and all(proxy.faults[k] for k in ("500", "429"))
-    same = ["request_id", "text", "logprob", "num_prompt_tokens", "num_output_tokens"]
+    same = ["request_id", "text", "num_prompt_tokens", "num_output_tokens"]
     pd.testing.assert_frame_equal(faulty[same], clean[same])
+    # Not bit-equal: the server keeps its KV cache across requests, and a request that timed out
+    # client-side but finished server-side leaves its prompt there, so the retry is evaluated in
+    # other batches (measured once in CI here: 0.06 nats on 1 of 10 requests).
+    gap = (faulty["logprob"] - clean["logprob"]).abs().max()
+    assert gap < 0.25, gap
 
 
 def test_a_spent_retry_budget_fails_clearly_and_keeps_finished_requests(tmp_path, fetched, smol_server):
