@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import httpx
 
@@ -21,6 +21,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_for(proc: subprocess.Popen, ready: Callable[[], bool], what: str, log: Path | None = None,
+             timeout_s: float = 120) -> None:
+    """Poll `ready()` until true; a clear error (with the log's tail) if `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        tail = f"\n{log.read_text(errors='replace')[-3000:]}" if log and log.exists() else ""
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}{tail}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not come up within {timeout_s:.0f} s{tail}")
+        time.sleep(0.3)
+
+
+def answers(url: str, **kw) -> bool:
+    """Whether GET `url` returns 200 (a server still starting refuses the connection)."""
+    try:
+        return httpx.get(url, timeout=2, **kw).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 @contextmanager
@@ -35,20 +56,9 @@ def llama_server(gguf: Path, alias: str, api_key: str | None = None, log: Path |
     out = open(log, "wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}: {' '.join(cmd)}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2,
-                             headers={"Authorization": f"Bearer {api_key}"} if api_key else {}).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama_cpp.server did not come up within 120 s")
-            time.sleep(0.2)
+        wait_for(proc, lambda: answers(f"{url}/models", headers=headers), f"llama_cpp.server ({' '.join(cmd)})", log)
         yield url
     finally:
         proc.terminate()

@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from .pipeline import copy_workspace, workspace_env
-from .servers import free_port
+from .servers import free_port, wait_for
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
@@ -37,10 +36,7 @@ def cluster(tmp_path_factory):
                                  "--temp-dir", str(tmp)], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in log.read_text():
-            assert head.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.5)
+        wait_for(head, lambda: "Ray runtime started" in log.read_text(), "ray start --head", log)
         yield f"127.0.0.1:{port}"
     finally:
         head.terminate()  # --block: the head stops the processes it started

@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 
 from .pipeline import copy_workspace, dvc, sh, workspace_env
-from .servers import free_port
+from .servers import answers, free_port, wait_for
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
@@ -28,16 +26,7 @@ def mlflow_server(tmp_path):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()[-2000:]
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "mlflow server did not come up within 120 s"
-            time.sleep(0.3)
+        wait_for(proc, lambda: answers(f"{url}/health"), "mlflow server", tmp_path / "server.log")
         yield url, tmp_path / "art"
     finally:
         proc.terminate()
