@@ -34,13 +34,16 @@ def main(scenario: str, model: str) -> None:
                              os.environ[ADDRESS_ENV])
         return open_model(cfg, model_dir(model), info)
 
-    table, computed = run_requests(prompts, model_identity(cfg, info), cache, load, f"infer {scenario} x {model}")
+    identity = model_identity(cfg, info)
+    table, computed = run_requests(prompts, identity, cache, load, f"infer {scenario} x {model}")
     write_parquet(completions_path(scenario, model), table)
     # The stage's own cost (efficiency): differs run to run, so it lives beside the completions, not in them.
+    # So do the CPU kernels every answer was computed with (part of the cache key): results differ by them.
+    kernels = {"cpu_kernels": identity["cpu_kernels"]} if "cpu_kernels" in identity else {}
     write_json(infer_stats_path(scenario, model), {
         "wall_s": round(time.perf_counter() - start, 3), "requests": table.num_rows, "computed": computed,
         "from_cache": table.num_rows - computed,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **kernels})
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
     cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
     if cut:

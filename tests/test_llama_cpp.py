@@ -30,6 +30,21 @@ def test_identity_names_weights_and_engine(cfg):
     assert ident["sha256"] == SHA and ident["backend"] == "llama_cpp" and ident["llama_cpp"]
 
 
+def test_identity_names_the_cpu_kernels_so_a_shared_cache_never_mixes_them(cfg, monkeypatch):
+    from evaltrail.models import llama_cpp as backend_module
+    from evaltrail.models.cache import cache_key
+
+    here = identity(cfg, SHA)
+    assert here["cpu_kernels"].startswith("CPU :") and "= 1" in here["cpu_kernels"]
+    # another machine's build of the same llama-cpp-python version, e.g. AVX2 without AVX-512
+    monkeypatch.setattr(backend_module.llama_cpp_lib, "llama_print_system_info",
+                        lambda: b"CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | REPACK = 1 | ")
+    there = identity(cfg, SHA)
+    assert there["cpu_kernels"] == "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | REPACK = 1 |"
+    request = {"kind": "loglikelihood", "prompt": "Q", "continuation": " A"}
+    assert cache_key(here, request) != cache_key(there, request)
+
+
 def test_loglikelihood_prefers_the_sensible_continuation(backend):
     good = backend.loglikelihood("The capital of France is", " Paris")
     bad = backend.loglikelihood("The capital of France is", " banana")

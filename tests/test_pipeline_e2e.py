@@ -52,6 +52,7 @@ def test_leaderboard_has_every_family_in_range(repo):
     assert prepared["variants"]["mild_mix"] == 6  # mild_mix changes every question
     cost = json.loads((repo / "results" / "costs" / "mmlu" / f"{SMOLLM}.json").read_text())
     assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
+    assert cost["cpu_kernels"].startswith("CPU :")  # which llama.cpp kernels computed these answers
 
 
 def test_family_tables_pairwise_and_plots(repo):

@@ -5,7 +5,9 @@ prefixes stay together), into chunks that run as Ray tasks; each task loads the 
 from the weights this machine verified (shipped through Ray's object store, so a worker on
 another machine needs no copy) and answers its chunk. Answers come back to the stage, which
 caches each as it arrives, exactly as in a local run. The embedded backend's answers do not
-depend on which requests ran before them in a process, so the completions are the local run's.
+depend on which requests ran before them in a process, so the completions are the local run's,
+provided every node's llama.cpp computes with this machine's CPU kernels: a worker checks that
+first and refuses otherwise (the cache key names this machine's kernels).
 """
 
 from __future__ import annotations
@@ -38,9 +40,15 @@ def cut(items: list, slots: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable) -> list:
-    """Runs inside a Ray worker: materialize the weights once per node, answer the chunk."""
+def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable, kernels: str) -> list:
+    """Runs inside a Ray worker: check its CPU kernels, materialize the weights once per node, answer the chunk."""
     from . import load_backend
+    from .llama_cpp import cpu_kernels
+
+    if cpu_kernels() != kernels:  # other kernels round differently: the answers would not be the local run's
+        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp computes with '{cpu_kernels()}', the stage's "
+                             f"with '{kernels}'; build llama-cpp-python alike on every node (README: Reproducing "
+                             f"on another machine)")
 
     path = Path(tempfile.gettempdir()) / "evaltrail-ray" / f"{sha256}.gguf"
     if not path.is_file():
@@ -76,11 +84,13 @@ class RayShards:
     def map_requests(self, items: list[tuple[str, dict]], call: Callable) -> Iterator[tuple[str, dict]]:
         import ray
 
+        from .llama_cpp import cpu_kernels
+
         chunks = cut(items, self.slots)
         task = ray.remote(num_cpus=self.threads, max_retries=2)(_answer_chunk)
         weights = ray.put(self.weights.read_bytes())
         cfg = dataclasses.replace(self.cfg, n_threads=self.threads)  # what Ray reserved, not every core
-        pending = [task.remote(cfg, weights, self.sha256, chunk, call) for chunk in chunks]
+        pending = [task.remote(cfg, weights, self.sha256, chunk, call, cpu_kernels()) for chunk in chunks]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield from ray.get(done[0])

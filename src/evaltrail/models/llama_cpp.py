@@ -36,10 +36,19 @@ GRID = 16
 """Reusable KV prefixes are whole chunks of this many tokens (at most n_batch), one batch each."""
 
 
+def cpu_kernels() -> str:
+    """The instruction sets this llama.cpp build computes with, as it prints them ("CPU : AVX2 = 1 | ...").
+
+    ggml picks its matmul kernels by these (AVX2 vs AVX-512, repacked weights), and the kernels
+    round differently: the same weights and prompts give slightly different logprobs, and near-tie
+    answers flip, from one instruction set to another."""
+    return " ".join(llama_cpp_lib.llama_print_system_info().decode().split())
+
+
 def identity(cfg: ModelConfig, sha256: str) -> dict:
     """What determines this backend's outputs (the model half of the cache key); no model load."""
     ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": llama_cpp_lib.__version__,
-             "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
+             "cpu_kernels": cpu_kernels(), "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
     # the template itself is inside the weights (pinned by sha256); only whether it is used varies
     if cfg.chat_template:
         ident["chat_template"] = True
