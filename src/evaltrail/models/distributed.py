@@ -45,8 +45,9 @@ def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Cal
     from . import load_backend
     from .llama_cpp import cpu_kernels
 
-    if cpu_kernels() != kernels:  # other kernels round differently: the answers would not be the local run's
-        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp computes with '{cpu_kernels()}', the stage's "
+    here = cpu_kernels()
+    if here != kernels:  # other kernels round differently: the answers would not be the local run's
+        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp computes with '{here}', the stage's "
                              f"with '{kernels}'; build llama-cpp-python alike on every node (README: Reproducing "
                              f"on another machine)")
 
@@ -90,7 +91,8 @@ class RayShards:
         task = ray.remote(num_cpus=self.threads, max_retries=2)(_answer_chunk)
         weights = ray.put(self.weights.read_bytes())
         cfg = dataclasses.replace(self.cfg, n_threads=self.threads)  # what Ray reserved, not every core
-        pending = [task.remote(cfg, weights, self.sha256, chunk, call, cpu_kernels()) for chunk in chunks]
+        kernels = cpu_kernels()  # the stage's, which its cache key names
+        pending = [task.remote(cfg, weights, self.sha256, chunk, call, kernels) for chunk in chunks]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield from ray.get(done[0])
