@@ -7,22 +7,27 @@ import time
 
 import pandas as pd
 
+from evaltrail import engine
 from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.hashing import canonical_json
 from evaltrail.io import read_json, write_json, write_parquet
+from evaltrail.metrics.scoring import join, measured_summary
 from evaltrail.models import model_identity, open_model
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.distributed import ADDRESS_ENV, RayShards
 from evaltrail.models.infer import run_requests
+from evaltrail.models.llama_cpp import cpu_kernels
 from evaltrail.models.weights import verified_weights
 from evaltrail.paths import (cache_dir, completions_path, infer_stats_path, model_dir, model_info_path, model_path,
                             prompts_path)
+from evaltrail.schema import IDENTITY_KEY, STORED_COMPLETIONS_SCHEMA
 from evaltrail.stage import run_stage
 
 
 def main(scenario: str, model: str) -> None:
     start = time.perf_counter()
     run = load_params()
-    scenario_config(run, scenario)
+    scenario_cfg = scenario_config(run, scenario)
     cfg = model_config(run, model)
     info = read_json(model_info_path(model))
     prompts = pd.read_parquet(prompts_path(scenario))
@@ -35,15 +40,21 @@ def main(scenario: str, model: str) -> None:
         return open_model(cfg, model_dir(model), info)
 
     identity = model_identity(cfg, info)
+    if cfg.backend == "llama_cpp" and (line := engine.notice(engine.info())):
+        print(line, file=sys.stderr)
     table, computed = run_requests(prompts, identity, cache, load, f"infer {scenario} x {model}")
-    write_parquet(completions_path(scenario, model), table)
-    # The stage's own cost (efficiency): differs run to run, so it lives beside the completions, not in them.
-    # So do the CPU kernels every answer was computed with (part of the cache key): results differ by them.
-    kernels = {"cpu_kernels": identity["cpu_kernels"]} if "cpu_kernels" in identity else {}
+    # The answers alone, with the identity they were computed under: what pinned inputs determine.
+    stored = table.select(STORED_COMPLETIONS_SCHEMA.names).cast(STORED_COMPLETIONS_SCHEMA)
+    write_parquet(completions_path(scenario, model), stored, {IDENTITY_KEY: canonical_json(identity)})
+    # What measures the machine and this run lives apart (results/costs, not a DVC output): seconds,
+    # KV reuse, memory, and the kernels llama.cpp reports, with the efficiency metrics they give.
+    seen = {"cpu_kernels": cpu_kernels()} if cfg.backend == "llama_cpp" else {}
+    efficiency = measured_summary(join(prompts, table.to_pandas()), scenario_cfg, run.bootstrap_samples, run.seed)
     write_json(infer_stats_path(scenario, model), {
         "wall_s": round(time.perf_counter() - start, 3), "requests": table.num_rows, "computed": computed,
         "from_cache": table.num_rows - computed,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **kernels})
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **seen,
+        "identity": identity, "metrics": efficiency})
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
     cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
     if cut:

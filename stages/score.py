@@ -10,7 +10,8 @@ from evaltrail.config import load_params, model_config, scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.metrics import check_metrics
 from evaltrail.metrics.corpus import Context
-from evaltrail.metrics.scoring import corpus_inputs, group_means, join, score_frame, scorers, scores_table, summarize
+from evaltrail.metrics.scoring import (corpus_inputs, deterministic, group_means, join, score_frame, scorers, scores_table,
+                                      summarize)
 from evaltrail.paths import completions_path, prompts_path, raw_dir, scores_path, summary_path
 from evaltrail.stage import run_stage
 
@@ -20,6 +21,7 @@ def main(scenario: str, model: str) -> None:
     cfg = scenario_config(run, scenario)
     model_config(run, model)
     check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")
+    cfg = deterministic(cfg)  # seconds and KV reuse are infer's measurements (results/costs)
     frame = join(pd.read_parquet(prompts_path(scenario)), pd.read_parquet(completions_path(scenario, model)))
     lists = "bias_word_lists" in resources.needed(cfg)
     ctx = Context(word_lists=resources.path(run.resources, raw_dir(scenario), "bias_word_lists") if lists else None)

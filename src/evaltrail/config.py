@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from .engine import engine_config
 from .errors import EvaltrailError
 from .sources import expand
 
@@ -191,6 +192,8 @@ class RunConfig:
     """Derived: the keys of `battle` (aggregate depends on this, not on the judge configs)."""
     rag_scenarios: list[str] = field(default_factory=list)
     """Derived: the keys of `rag`."""
+    engine: Any = None
+    """The pinned llama.cpp build (evaltrail.engine.EngineConfig); None where params.yaml has none."""
 
 
 def build(cls, data: Any, where: str, **fixed):
@@ -262,7 +265,10 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
         if r.judge not in mods:
             raise EvaltrailError(f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
                                  f"suite's defaults (valid: {', '.join(sorted(mods))})")
-    return build(RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag}, source)
+    engine = raw.pop("engine", None)
+    engine = None if engine is None else engine_config(engine, f"{source}: engine")
+    return build(RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag,
+                             "engine": engine}, source)
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:

@@ -58,9 +58,10 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def write_parquet(path: str | Path, table: pa.Table) -> None:
-    """Parquet without wall-clock metadata, so equal tables give byte-identical files."""
-    table = table.replace_schema_metadata(None)
+def write_parquet(path: str | Path, table: pa.Table, metadata: dict[str, str] | None = None) -> None:
+    """Parquet without wall-clock metadata, so equal tables give byte-identical files; `metadata`
+    (deterministic strings) goes into the schema."""
+    table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", write_statistics=False,
                        store_schema=True)

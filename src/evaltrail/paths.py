@@ -25,6 +25,15 @@ def prepare_report_path(scenario: str) -> Path:
     return Path("data/prompts") / f"{scenario}.json"
 
 
+def engine_dir() -> Path:
+    """build_engine's output: the llama.cpp libraries, their Python bindings and engine.json."""
+    return Path("engine/build")
+
+
+ENGINE_JSON = Path("engine/engine.json")
+"""The engine's identity (libraries' sha256, profile, compiler): what every infer stage depends on."""
+
+
 def model_dir(model: str) -> Path:
     """fetch_model's output: what the model is (model.json) and, for embedded backends, its weights."""
     return Path("models") / model

@@ -114,6 +114,18 @@ COMPLETIONS_SCHEMA = pa.schema([
     ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
 ])
 
+MEASURED_COLUMNS = ("num_evaluated_tokens", "runtime_s")
+"""What an answer records of the machine (seconds) and of the run's history (prompt tokens a warm KV
+cache spared): kept in the request cache and in results/costs, never in results/completions, so
+that file depends on pinned inputs alone and is byte-identical on any machine with the pinned engine."""
+
+IDENTITY_KEY = "evaltrail.identity"
+"""Schema metadata key of a completions file: the canonical JSON of the model identity (weights,
+engine, settings) its answers were computed under, for `verify` and `cache import`."""
+
+STORED_COMPLETIONS_SCHEMA = pa.schema([f for f in COMPLETIONS_SCHEMA if f.name not in MEASURED_COLUMNS])
+"""results/completions/<scenario>/<model>.parquet: the answers without their measurements."""
+
 SCORES_SCHEMA = pa.schema([
     ("instance_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
     ("perturbation", pa.string()), ("trial", pa.int32()),

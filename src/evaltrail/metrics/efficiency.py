@@ -1,9 +1,11 @@
 """Efficiency (HELM's family): what each instance cost to run, from the completions' own records.
 
-Each metric sums one completions column over an instance's requests. A cached completion keeps
-the runtime measured when it was computed, so these numbers describe the computation, not the
-(possibly cached) run that assembled the artifact; the infer stage's own wall time and peak
-memory are in results/costs/<scenario>/<model>.json.
+Each metric sums one completions column over an instance's requests. Token counts follow from
+the pinned inputs; seconds, evaluated tokens (what a warm KV cache spared depends on the run's
+history) and tokens per second measure the machine. Those MEASURED metrics are computed by the
+infer stage into results/costs/<scenario>/<model>.json beside its wall time and peak memory, and
+never into results/scores, so a reproduction's scores are byte-identical and its `git diff`
+shows only measurements.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ USAGE = {
     "evaluated_tokens": ("num_evaluated_tokens", False, "prompt tokens actually evaluated (a reused KV prefix is not)"),
     "output_tokens": ("num_output_tokens", None, "tokens generated, or scored for loglikelihood requests"),
 }
+
+
+MEASURED = frozenset({"runtime_s", "evaluated_tokens", "tokens_per_s"})
+"""Metrics of the machine and the run's history, not of the model: results/costs, not results/scores."""
 
 
 def per_instance_sum(frame: pd.DataFrame, column: str) -> pd.Series:

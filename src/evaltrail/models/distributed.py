@@ -6,8 +6,8 @@ from the weights this machine verified (shipped through Ray's object store, so a
 another machine needs no copy) and answers its chunk. Answers come back to the stage, which
 caches each as it arrives, exactly as in a local run. The embedded backend's answers do not
 depend on which requests ran before them in a process, so the completions are the local run's,
-provided every node's llama.cpp computes with this machine's CPU kernels: a worker checks that
-first and refuses otherwise (the cache key names this machine's kernels).
+provided every node loads the same llama.cpp engine build: a worker checks the engine's identity
+first and refuses otherwise (the cache key names the stage's engine).
 """
 
 from __future__ import annotations
@@ -40,16 +40,17 @@ def cut(items: list, slots: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable, kernels: str) -> list:
-    """Runs inside a Ray worker: check its CPU kernels, materialize the weights once per node, answer the chunk."""
+def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable, engine_dir: str,
+                  expected: dict) -> list:
+    """Runs inside a Ray worker: check its engine, materialize the weights once per node, answer the chunk."""
+    from .. import engine
     from . import load_backend
-    from .llama_cpp import cpu_kernels
 
-    here = cpu_kernels()
-    if here != kernels:  # other kernels round differently: the answers would not be the local run's
-        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp computes with '{here}', the stage's "
-                             f"with '{kernels}'; build llama-cpp-python alike on every node (README: Reproducing "
-                             f"on another machine)")
+    os.environ[engine.ENGINE_ENV] = engine_dir
+    here = engine.identity() if (Path(engine_dir) / engine.INFO).is_file() else None
+    if here != expected:  # another build rounds differently: the answers would not be the local run's
+        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp engine at {engine_dir} is {here}, the stage's "
+                             f"is {expected}; run `dvc repro build_engine` in the same checkout path on every node")
 
     path = Path(tempfile.gettempdir()) / "evaltrail-ray" / f"{sha256}.gguf"
     if not path.is_file():
@@ -85,14 +86,14 @@ class RayShards:
     def map_requests(self, items: list[tuple[str, dict]], call: Callable) -> Iterator[tuple[str, dict]]:
         import ray
 
-        from .llama_cpp import cpu_kernels
+        from .. import engine
 
         chunks = cut(items, self.slots)
         task = ray.remote(num_cpus=self.threads, max_retries=2)(_answer_chunk)
         weights = ray.put(self.weights.read_bytes())
         cfg = dataclasses.replace(self.cfg, n_threads=self.threads)  # what Ray reserved, not every core
-        kernels = cpu_kernels()  # the stage's, which its cache key names
-        pending = [task.remote(cfg, weights, self.sha256, chunk, call, kernels) for chunk in chunks]
+        here = str(engine.locate().resolve())  # the stage's engine, which its cache key names
+        pending = [task.remote(cfg, weights, self.sha256, chunk, call, here, engine.identity()) for chunk in chunks]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield from ray.get(done[0])

@@ -13,9 +13,9 @@ import os
 import time
 from pathlib import Path
 
-import llama_cpp as llama_cpp_lib
 import numpy as np
 
+from .. import engine
 from ..config import ModelConfig
 from ..errors import EvaltrailError
 
@@ -37,18 +37,18 @@ GRID = 16
 
 
 def cpu_kernels() -> str:
-    """The instruction sets this llama.cpp build computes with, as it prints them ("CPU : AVX2 = 1 | ...").
-
-    ggml picks its matmul kernels by these (AVX2 vs AVX-512, repacked weights), and the kernels
-    round differently: the same weights and prompts give slightly different logprobs, and near-tie
-    answers flip, from one instruction set to another."""
-    return " ".join(llama_cpp_lib.llama_print_system_info().decode().split())
+    """The instruction sets the loaded llama.cpp build computes with, as it prints them
+    ("CPU : AVX2 = 1 | ..."): a measurement beside the results; the engine's identity pins them."""
+    return " ".join(engine.load().llama_print_system_info().decode().split())
 
 
 def identity(cfg: ModelConfig, sha256: str) -> dict:
-    """What determines this backend's outputs (the model half of the cache key); no model load."""
-    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "llama_cpp": llama_cpp_lib.__version__,
-             "cpu_kernels": cpu_kernels(), "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
+    """What determines this backend's outputs (the model half of the cache key); no model load.
+
+    The engine (llama.cpp build: version, kernel profile, library sha256) is part of it: two
+    builds round differently, so their answers never share a cache entry."""
+    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "engine": engine.identity(),
+             "n_ctx": cfg.n_ctx, "n_batch": cfg.n_batch}
     # the template itself is inside the weights (pinned by sha256); only whether it is used varies
     if cfg.chat_template:
         ident["chat_template"] = True
@@ -61,6 +61,7 @@ class LlamaCppBackend:
     def __init__(self, cfg: ModelConfig, weights: Path, sha256: str):
         self.cfg, self.sha256 = cfg, sha256
         threads = cfg.n_threads or os.cpu_count() or 1
+        llama_cpp_lib = self.lib = engine.load()
         self.llm = llama_cpp_lib.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
                                        n_threads=threads, n_threads_batch=threads, logits_all=False,
                                        seed=0, verbose=False)
@@ -111,7 +112,7 @@ class LlamaCppBackend:
         else:
             n = 0
         if n == 0:
-            llama_cpp_lib.llama_memory_clear(llama_cpp_lib.llama_get_memory(llm._ctx.ctx), True)
+            self.lib.llama_memory_clear(self.lib.llama_get_memory(llm._ctx.ctx), True)
         else:
             llm._ctx.kv_cache_seq_rm(-1, n, -1)
         llm.n_tokens = n
