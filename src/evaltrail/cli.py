@@ -1,4 +1,4 @@
-"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config."""
+"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config, share answers."""
 
 from __future__ import annotations
 
@@ -75,6 +75,41 @@ def _ratings(args) -> int:
     return 0
 
 
+def _request_cache():
+    from .models.cache import RequestCache
+    from .paths import cache_dir
+
+    return RequestCache(cache_dir() / "requests.sqlite")  # where the infer stage caches
+
+
+def _cache_export(args) -> int:
+    from .models.answers import export_answers
+
+    result = export_answers(load_params(), _request_cache(), args.out, args.scenario, args.model)
+    for cell in result.cells:
+        if cell.missing:
+            print(f"{cell.missing} of {cell.requests} requests of {cell.scenario} x {cell.model} are not in the cache")
+    print(f"{args.out}: {result.rows} answers of {len(result.cells)} cells")
+    return 0
+
+
+def _cache_import(args) -> int:
+    from .models.answers import import_answers, read_answers
+
+    try:
+        table = read_answers(args.file)
+    except EvaltrailError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = import_answers(table, load_params(), _request_cache())
+    for r in result.refused:
+        print(f"refused {r.rows} row{'s' * (r.rows != 1)} of {args.file}: {r.reason}", file=sys.stderr)
+    print(f"{args.file}: imported {result.imported}, already present {result.present}, "
+          f"conflicting {result.conflicts} (the cached answer is kept), "
+          f"refused {sum(r.rows for r in result.refused)}")
+    return 1 if result.refused else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--anchor", help="the model held at 1000 (default: the mean rating is)")
     r.add_argument("--out", help="also write the ratings as JSON here")
     r.set_defaults(fn=_ratings)
+    k = sub.add_parser("cache", help="share the request cache's answers: `evaltrail cache export|import`")
+    ksub = k.add_subparsers(dest="action", required=True)
+    exp = ksub.add_parser("export", help="write the cached answers of params.yaml's cells, with their keys, to Parquet")
+    exp.add_argument("--out", required=True)
+    exp.add_argument("--scenario", action="extend", nargs="+", help="only these scenarios (default: all)")
+    exp.add_argument("--model", action="extend", nargs="+", help="only these models (default: all)")
+    exp.set_defaults(fn=_cache_export)
+    imp = ksub.add_parser("import", help="add an export's answers to the cache where this machine's model identity "
+                                         "computed them")
+    imp.add_argument("file")
+    imp.set_defaults(fn=_cache_import)
     args = parser.parse_args(argv)
     if args.command == "trace" and not (args.metric or args.instance or args.battle):
         parser.error("trace needs --metric (or --instance, or --battle)")

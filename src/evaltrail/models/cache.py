@@ -39,5 +39,19 @@ class RequestCache:
         self.conn.execute("INSERT OR REPLACE INTO completions (key, value) VALUES (?, ?)",
                           (key, json.dumps(value)))
 
+    def add_new(self, answers: dict[str, dict]) -> dict[str, dict]:
+        """Insert the answers whose key is not cached yet, in one transaction; return the cached
+        answers of the other keys, which are kept (first writer wins)."""
+        self.conn.execute("BEGIN IMMEDIATE")  # no other writer between the lookup and the inserts
+        try:
+            cached = self.get_many(sorted(answers))
+            self.conn.executemany("INSERT INTO completions (key, value) VALUES (?, ?)",
+                                  [(k, json.dumps(v)) for k, v in answers.items() if k not in cached])
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        return cached
+
     def close(self) -> None:
         self.conn.close()
