@@ -1,4 +1,5 @@
-"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config, share answers."""
+"""The `evaltrail` command: trace a leaderboard number to its inputs, verify a cell's answers, share
+answers, check a config."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ def _trace(args) -> int:
         print(f"error: trace failed: {result.problems[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _verify(args) -> int:
+    from .io import write_json
+    from .paths import verify_path
+    from .provenance.verify import verify
+
+    result = verify(load_params(), args.scenario, args.model, None if args.all else args.sample, args.seed)
+    print("\n".join(result.lines()))
+    write_json(verify_path(args.scenario, args.model), result.record())
+    return 0 if result.ok else 1
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
 
 
 def _validate(args) -> int:
@@ -121,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--battle", action="store_true", help="trace the model's battle rating on the scenario instead: "
                                                           "verdicts, answers, judge weights")
     p.set_defaults(fn=_trace)
+    w = sub.add_parser("verify", help="recompute a seeded sample of a committed cell from its pinned inputs and "
+                                      "compare it with the committed completions bit for bit")
+    w.add_argument("--scenario", required=True)
+    w.add_argument("--model", required=True)
+    size = w.add_mutually_exclusive_group()
+    size.add_argument("--sample", type=_positive, default=50, help="distinct requests to recompute (default 50)")
+    size.add_argument("--all", action="store_true", help="recompute every request")
+    w.add_argument("--seed", type=int, default=0, help="seed of the sample (and of the bootstrap)")
+    w.set_defaults(fn=_verify)
     v = sub.add_parser("validate", help="check params.yaml: scenarios, methods, metrics, keys")
     v.add_argument("--params", default="params.yaml")
     v.set_defaults(fn=_validate)

@@ -65,6 +65,11 @@ def summary_path(scenario: str, model: str) -> Path:
     return Path("results/scores") / scenario / f"{model}.json"
 
 
+def verify_path(scenario: str, model: str) -> Path:
+    """The cell's last `evaltrail verify`: a measurement on one machine, committed but no DVC output."""
+    return Path("results/verify") / scenario / f"{model}.json"
+
+
 def battle_dir(scenario: str) -> Path:
     """The battle stage's outputs for one scenario: verdicts.parquet, ratings.json, ratings.md."""
     return Path("results/battles") / scenario

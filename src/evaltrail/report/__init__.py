@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import RunConfig
-from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path
+from ..errors import EvaltrailError
+from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path, verify_path
 from .charts import charts
 from .data import scenario_payload
-from .html import ModelFacts, ScenarioFacts, index_html
+from .html import ModelFacts, ScenarioFacts, index_html, verification_line
 from .inputs import read_json_input, read_optional_json
 from .tables import battle_tables, check_records, family_tables, leaderboard_tables
 
@@ -85,6 +86,13 @@ def _facts(run: RunConfig) -> tuple[list[ModelFacts], list[ScenarioFacts]]:
     return models, scenarios
 
 
+def _verification(path: Path) -> str:
+    try:
+        return verification_line(read_json_input(path, ""))
+    except (KeyError, TypeError, AttributeError):
+        raise EvaltrailError(f"{path}: not an `evaltrail verify` record; re-run evaltrail verify") from None
+
+
 def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
     """Build the report from the pipeline's outputs (paths relative to the working directory)
     into `out`, replacing it only once every file is written."""
@@ -94,8 +102,10 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
     models, scenarios = _facts(run)
     battles = [t for b in sorted(run.battle_scenarios) for t in battle_tables(
         b, read_json_input(battle_dir(b) / "ratings.json", f"run `dvc repro battle@{b}`"))]
+    verified = [(s, m, _verification(verify_path(s, m))) for s in run.scenarios for m in run.models
+                if verify_path(s, m).is_file()]
     page = index_html(models, scenarios, leaderboard_tables(records, run.models), win_rates,
-                      charts(PLOTS, run.models), battles)
+                      charts(PLOTS, run.models), battles, verified)
     files = {"index.html": page}
     files.update({f"assets/{a}": resources.files(__package__).joinpath("assets", a).read_text(encoding="utf-8")
                   for a in ASSETS})

@@ -40,6 +40,22 @@ class ScenarioFacts:
     """Perturbation variants scored."""
 
 
+def verification_line(rec: dict) -> str:
+    """A cell's last `evaltrail verify` (its results/verify JSON record) in one line."""
+    on, n, ag, first = f"on {rec['checked_at'][:10]}", rec["sample_size"], rec["agreement"], rec["first_mismatch"]
+    if ag:
+        line = f"agreement {ag['same_predictions']}/{ag['predictions']} predictions"
+        if ag["delta"] is not None:
+            verdict = "reproduced within noise" if rec["reproduced"] else "NOT reproduced within noise"
+            line += (f", {ag['metric']} delta {ag['delta']:+.3f} [{ag['ci_low']:+.3f}, {ag['ci_high']:+.3f}]: "
+                     f"{verdict}")
+        return f"{line} {on}"
+    if first:
+        return f"{n - rec['identical']}/{n} differ {on} (first: request {first['request_id']}, {first['field']})"
+    unknown = " (committed identity unknown)" if rec["committed_identity"] is None else ""
+    return f"verified {n}/{n} identical {on}{unknown}"
+
+
 def script_json(obj) -> str:
     """JSON safe inside <script>: `<` escaped so no string can end the element."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
@@ -89,7 +105,7 @@ def table_html(t: Table) -> str:
             f'<tbody>{"".join(body)}</tbody></table></figure>')
 
 
-def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts]) -> str:
+def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], verified: list[tuple[str, str, str]]) -> str:
     mrows = "".join(f"<tr><th scope=\"row\">{escape(m.name)}</th><td><code>{'<br>'.join(escape(s) for s in m.sha256) or '—'}"
                     f"</code></td><td>{escape(m.license or '—')}</td></tr>" for m in models)
     srows = "".join(
@@ -101,13 +117,25 @@ def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts]) -> str
             f'<th>weights sha256</th><th>licence</th></tr></thead><tbody>{mrows}</tbody></table>'
             '<h3>Scenarios</h3><table class="facts" id="scenarios"><thead><tr><th>scenario</th><th>description</th>'
             '<th>method</th><th>main metric</th><th>instances</th><th>variants</th></tr></thead>'
-            f"<tbody>{srows}</tbody></table>")
+            f"<tbody>{srows}</tbody></table>" + _verified_html(verified))
+
+
+def _verified_html(verified: list[tuple[str, str, str]]) -> str:
+    """Each verified cell's last verification; nothing when no cell has one."""
+    if not verified:
+        return ""
+    rows = "".join(f'<tr><th scope="row">{escape(s)}</th><td>{escape(m)}</td><td>{escape(line)}</td></tr>'
+                   for s, m, line in verified)
+    return ('<h3>Verification</h3><table class="facts" id="verification"><thead><tr><th>scenario</th><th>model</th>'
+            f"<th>last <code>evaltrail verify</code></th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def index_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], board: list[Table],
-               win_rates: list[Table], charts: list[Chart], battles: list[Table] = ()) -> str:
+               win_rates: list[Table], charts: list[Chart], battles: list[Table] = (),
+               verified: list[tuple[str, str, str]] = ()) -> str:
+    """verified: (scenario, model, verification_line) of each cell with a results/verify file."""
     nav = "".join(f'<a href="#scenario/{_attr(s.name)}">{escape(s.name)}</a>' for s in scenarios)
-    parts = [_facts_html(models, scenarios),
+    parts = [_facts_html(models, scenarios, verified),
              '<h2 id="leaderboard">Leaderboard</h2><p class="note">Mean [95% CI] over original instances; '
              "↑ higher is better, ↓ lower is better. Click a column header to sort.</p>",
              *map(table_html, board)]
