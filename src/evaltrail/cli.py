@@ -1,4 +1,4 @@
-"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config."""
+"""The `evaltrail` command: trace a leaderboard number to its inputs, check a config, derive stage deps."""
 
 from __future__ import annotations
 
@@ -75,6 +75,22 @@ def _ratings(args) -> int:
     return 0
 
 
+def _deps(args) -> int:
+    from .provenance.deps import DVC_YAML, FIX, drift, write
+
+    if args.write:
+        changed = write()
+        print(f"{DVC_YAML}: rewrote the code deps of {', '.join(changed)}" if changed
+              else f"{DVC_YAML}: code deps already derived")
+        return 0
+    problems = drift()
+    print("\n".join(map(str, problems)) or f"{DVC_YAML}: every stage's code deps match its imports")
+    if problems:
+        print(f"error: {len(problems)} code dep(s) out of date: run `{FIX}`", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--anchor", help="the model held at 1000 (default: the mean rating is)")
     r.add_argument("--out", help="also write the ratings as JSON here")
     r.set_defaults(fn=_ratings)
+    d = sub.add_parser("deps", help="the code deps of each stage in dvc.yaml, derived from its imports")
+    mode = d.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="list what they lack or list needlessly; exit 1 if any")
+    mode.add_argument("--write", action="store_true", help="rewrite them (data deps and comments stay)")
+    d.set_defaults(fn=_deps)
     args = parser.parse_args(argv)
     if args.command == "trace" and not (args.metric or args.instance or args.battle):
         parser.error("trace needs --metric (or --instance, or --battle)")
