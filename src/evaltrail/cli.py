@@ -1,5 +1,5 @@
 """The `evaltrail` command: trace a leaderboard number to its inputs, verify a cell's answers, share
-answers, check a config."""
+answers, check a config, derive stage deps."""
 
 from __future__ import annotations
 
@@ -128,6 +128,22 @@ def _cache_import(args) -> int:
     return 1 if result.refused else 0
 
 
+def _deps(args) -> int:
+    from .provenance.deps import DVC_YAML, FIX, drift, write
+
+    if args.write:
+        changed = write()
+        print(f"{DVC_YAML}: rewrote the code deps of {', '.join(changed)}" if changed
+              else f"{DVC_YAML}: code deps already derived")
+        return 0
+    problems = drift()
+    print("\n".join(map(str, problems)) or f"{DVC_YAML}: every stage's code deps match its imports")
+    if problems:
+        print(f"error: {len(problems)} code dep(s) out of date: run `{FIX}`", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evaltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -179,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
                                          "computed them")
     imp.add_argument("file")
     imp.set_defaults(fn=_cache_import)
+    d = sub.add_parser("deps", help="the code deps of each stage in dvc.yaml, derived from its imports")
+    mode = d.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="list what they lack or list needlessly; exit 1 if any")
+    mode.add_argument("--write", action="store_true", help="rewrite them (data deps and comments stay)")
+    d.set_defaults(fn=_deps)
     args = parser.parse_args(argv)
     if args.command == "trace" and not (args.metric or args.instance or args.battle):
         parser.error("trace needs --metric (or --instance, or --battle)")
