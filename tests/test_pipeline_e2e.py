@@ -53,6 +53,8 @@ def test_leaderboard_has_every_family_in_range(repo):
     cost = json.loads((repo / "results" / "costs" / "mmlu" / f"{SMOLLM}.json").read_text())
     assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
     assert cost["cpu_kernels"].startswith("CPU :")  # which llama.cpp kernels computed these answers
+    assert cost["identity"]["engine"]["profile"] == "x86_64_avx2"  # the pinned engine's
+    assert {"runtime_s", "tokens_per_s"} <= set(cost["metrics"])  # measurements live here, not in scores
 
 
 def test_family_tables_pairwise_and_plots(repo):

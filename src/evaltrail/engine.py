@@ -121,7 +121,7 @@ def _toolchain(tmp: Path, cache_dir: Path) -> tuple[list[str], dict]:
         tools[name] = wrapper
     args = [f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_CXX_COMPILER={tools['c++']}",
             f"-DCMAKE_AR={tools['ar']}", f"-DCMAKE_RANLIB={tools['ranlib']}"]
-    zcache = str(cache_dir / "engine" / "zig")  # zig's own libc/libc++ builds, reused by every build
+    zcache = str(cache_dir / "zig")  # zig's own libc/libc++ builds, reused by every build
     return args, {"ZIG_GLOBAL_CACHE_DIR": zcache, "ZIG_LOCAL_CACHE_DIR": zcache}
 
 
@@ -129,7 +129,7 @@ def _sdist(cfg: EngineConfig, cache_dir: Path) -> Path:
     """The pinned sdist, from the cache or PyPI (pip, so the machine's index config applies)."""
     src = cfg.source
     name = f"{src['package'].replace('-', '_')}-{src['version']}.tar.gz"
-    path = cache_dir / "engine" / "sdist" / name
+    path = cache_dir / "sdist" / name
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
@@ -207,14 +207,15 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
     """Build (or reuse from the cache) this machine's engine, copy it to `dest` and its info to
     `identity_file` (small, in git: which engine the committed results come from); return the info.
 
-    Builds are cached by what goes into them (sdist, flags, compiler), so each machine compiles
-    once however many repositories or test runs use it."""
+    Builds are cached under `cache_dir` (paths.engine_cache_dir) by what goes into them (sdist,
+    flags, toolchain), so each machine compiles once however many repositories, request caches
+    or test runs use it."""
     from .io import atomic_dir, write_json
 
     profile, args, why = effective(cfg)
     compiler = _compiler()
     key = stable_id({"sdist": cfg.source["sha256"], "args": [*BASE_ARGS, *args], "compiler": compiler})
-    cached = cache_dir / "engine" / key
+    cached = cache_dir / key
     if not (cached / INFO).is_file():
         sdist = _sdist(cfg, cache_dir)
         with atomic_dir(cached) as tmp:

@@ -69,3 +69,12 @@ def write_parquet(path: str | Path, table: pa.Table, metadata: dict[str, str] | 
 
 def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def computed_by(completions: str | Path) -> dict | None:
+    """The engine a completions file's answers were computed with (its schema metadata), if any."""
+    from .schema import IDENTITY_KEY
+
+    meta = pq.read_schema(completions).metadata or {}
+    raw = meta.get(IDENTITY_KEY.encode())
+    return json.loads(raw).get("engine") if raw else None

@@ -94,6 +94,15 @@ PLOTS = RESULTS / "plots"
 REPORT = RESULTS / "report"
 
 
+ENGINE_CACHE_ENV = "EVALTRAIL_ENGINE_CACHE"
+
+
+def engine_cache_dir() -> Path:
+    """Compiled engines, the pinned sdist and zig's own libc++ builds: per machine, shared by every
+    workspace and request cache (a build takes minutes). Override with EVALTRAIL_ENGINE_CACHE."""
+    return Path(os.environ.get(ENGINE_CACHE_ENV) or Path.home() / ".cache" / "evaltrail-engine")
+
+
 def cache_dir() -> Path:
     """Downloaded wheels and the request cache. Never part of a result: every entry is keyed by
     content hashes, so a cold cache recomputes the same numbers. Override with EVALTRAIL_CACHE."""

@@ -11,7 +11,9 @@ def cell_tags(lock: dict, scenario: str, model: str, summary: dict, commit: str 
     tags = {"evaltrail.scenario": scenario, "evaltrail.model": model,
             "evaltrail.git_commit": commit or git_commit(),
             "evaltrail.model_sha256": summary.get("model_sha256", ""),
-            **{f"evaltrail.scorer.{k}": v for k, v in summary.get("scorers", {}).items()}}
+            **{f"evaltrail.scorer.{k}": v for k, v in summary.get("scorers", {}).items()},
+            # the llama.cpp build that computed the answers (embedded models): an input like the weights
+            **{f"evaltrail.engine.{k}": str(v) for k, v in (summary.get("engine") or {}).items()}}
     for rec in read_json(sources_json(scenario)):
         tags[f"data.sha256.{scenario}/{rec['file']}"] = rec["sha256"]
     # dvc.lock's md5 of every artifact between the raw data and this cell's scores
