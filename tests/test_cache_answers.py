@@ -156,15 +156,16 @@ def test_answers_of_another_engine_are_refused_in_one_line(repo, tmp_path, monke
     out = tmp_path / "answers.parquet"
     export_answers(run, cache, out)
     local = local_identity(run, "smol")
-    avx512 = {**local, "cpu_kernels": local["cpu_kernels"].replace("CPU : ", "CPU : AVX512 = 1 | ", 1)}
+    # the same sdist built with AVX-512 kernels: another engine identity
+    avx512 = {**local, "engine": {**local["engine"], "profile": "native-x86_64", "sha256": "f" * 64}}
     keep = pq.read_table(out).column("key").to_pylist()[0]
     _edit(out, lambda r: r if r["key"] == keep else _sealed(r, identity=avx512))
     monkeypatch.setenv("EVALTRAIL_CACHE", str(tmp_path / "elsewhere"))
     assert main(["cache", "import", str(out)]) == 1
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
-    assert line.startswith(f"refused 9 rows of {out}: computed by another engine/model identity (smol: cpu_kernels ")
-    assert "AVX512 = 1" in line and line.endswith("; import them on a machine with that engine or recompute")
+    assert line.startswith(f"refused 9 rows of {out}: computed by another engine/model identity (smol: engine")
+    assert "native-x86_64" in line and line.endswith("; import them on a machine with that engine or recompute")
     assert "imported 1, already present 0, conflicting 0 (the cached answer is kept), refused 9" in captured.out
     assert list(_all(RequestCache(cache_dir() / "requests.sqlite"))) == [keep]
 
