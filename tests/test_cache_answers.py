@@ -165,7 +165,7 @@ def test_answers_of_another_engine_are_refused_in_one_line(repo, tmp_path, monke
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
     assert line.startswith(f"refused 9 rows of {out}: computed by another engine/model identity (smol: engine")
-    assert "native-x86_64" in line and line.endswith("; import them on a machine with that engine or recompute")
+    assert line.endswith("; import them on a machine with that engine or recompute")
     assert "imported 1, already present 0, conflicting 0 (the cached answer is kept), refused 9" in captured.out
     assert list(_all(RequestCache(cache_dir() / "requests.sqlite"))) == [keep]
 
