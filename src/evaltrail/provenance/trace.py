@@ -74,6 +74,13 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     t.ok(f"leaderboard: {LEADERBOARD_CSV}")
 
     summary = read_json(summary_path(scenario, model))
+    if metric not in summary["metrics"]:
+        from ..metrics.efficiency import MEASURED
+        from ..paths import infer_stats_path
+
+        why = (f"a measurement of the machine, recorded in {infer_stats_path(scenario, model)}, not derived from "
+               f"pinned inputs" if metric in MEASURED else f"not in {summary_path(scenario, model)}")
+        raise EvaltrailError(f"trace --metric {metric}: {why}; trace a score instead")
     st = summary["metrics"][metric]
     ci = "no CI (a single measurement)" if st["ci_low"] is None else f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}]"
     t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} {ci} n={st['n']}",
