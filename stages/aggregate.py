@@ -47,7 +47,7 @@ def main() -> None:
     sha = summaries[(run.scenarios[0], card.model)]["model_sha256"] if card else None
     write_text(REPRODUCTION_MD, reproduction.to_markdown(card, reproduced, sha))
     write_json(REPRODUCTION_JSON, {"suite": card.name if card else None, "model_sha256": sha, "rows": reproduced})
-    for name, table in ((plots.ACC_VS_SPEED, plots.accuracy_vs_throughput(summaries)),
+    for name, table in ((plots.ACC_VS_TOKENS, plots.accuracy_vs_tokens(summaries)),
                         (plots.RELIABILITY, plots.reliability(summaries)), (plots.SUBJECTS, subjects)):
         write_text(PLOTS / name, table.to_csv(index=False, float_format="%.6f"))
 

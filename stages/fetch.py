@@ -2,6 +2,7 @@
 
 from evaltrail import resources
 from evaltrail.config import load_params, scenario_config
+from evaltrail.metrics import check_metrics, word_lists
 from evaltrail.paths import cache_dir, raw_dir
 from evaltrail.scenarios import get_scenario
 from evaltrail.sources import fetch_dir
@@ -13,7 +14,9 @@ def main(scenario: str) -> None:
     cfg = scenario_config(run, scenario)
     loader = get_scenario(scenario)
     loader.check(cfg)
-    records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw_dir(scenario), cache_dir(),
+    check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")  # before any download
+    lists = word_lists(cfg.metrics)
+    records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, lists), raw_dir(scenario), cache_dir(),
                         f"params.yaml: scenario.{scenario}.sources")
     print(f"fetch {scenario}: {len(records)} file(s), {sum(r['bytes'] for r in records):,} bytes verified")
 

@@ -9,9 +9,9 @@ import pandas as pd
 
 from evaltrail import engine
 from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.costs import measure
 from evaltrail.hashing import canonical_json
 from evaltrail.io import read_json, write_json, write_parquet
-from evaltrail.metrics.scoring import join, measured_summary
 from evaltrail.models import model_identity, open_model
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.distributed import ADDRESS_ENV, RayShards
@@ -27,7 +27,7 @@ from evaltrail.stage import run_stage
 def main(scenario: str, model: str) -> None:
     start = time.perf_counter()
     run = load_params()
-    scenario_cfg = scenario_config(run, scenario)
+    scenario_config(run, scenario)  # the scenario is one of the run's
     cfg = model_config(run, model)
     info = read_json(model_info_path(model))
     prompts = pd.read_parquet(prompts_path(scenario))
@@ -47,14 +47,13 @@ def main(scenario: str, model: str) -> None:
     stored = table.select(STORED_COMPLETIONS_SCHEMA.names).cast(STORED_COMPLETIONS_SCHEMA)
     write_parquet(completions_path(scenario, model), stored, {IDENTITY_KEY: canonical_json(identity)})
     # What measures the machine and this run lives apart (results/costs, not a DVC output): seconds,
-    # KV reuse, memory, and the kernels llama.cpp reports, with the efficiency metrics they give.
+    # KV reuse, throughput, memory, and the kernels llama.cpp reports (evaltrail.costs).
     seen = {"cpu_kernels": cpu_kernels()} if cfg.backend == "llama_cpp" else {}
-    efficiency = measured_summary(join(prompts, table.to_pandas()), scenario_cfg, run.bootstrap_samples, run.seed)
     write_json(infer_stats_path(scenario, model), {
         "wall_s": round(time.perf_counter() - start, 3), "requests": table.num_rows, "computed": computed,
         "from_cache": table.num_rows - computed,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **seen,
-        "identity": identity, "metrics": efficiency})
+        "identity": identity, "measured": measure(table.to_pandas())})
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
     cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
     if cut:

@@ -6,7 +6,6 @@ from evaltrail import resources
 from evaltrail.adapters import get_adapter
 from evaltrail.config import load_params, scenario_config
 from evaltrail.io import write_json, write_parquet
-from evaltrail.metrics import check_metrics
 from evaltrail.paths import prepare_report_path, prompts_path, raw_dir
 from evaltrail.scenarios import get_scenario, rows
 from evaltrail.schema import prompts_table
@@ -18,7 +17,6 @@ def main(scenario: str) -> None:
     run = load_params()
     cfg = scenario_config(run, scenario)
     loader = get_scenario(scenario)
-    check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")
     loader.check(cfg)
     adapter = get_adapter(cfg.method, f"params.yaml: scenario.{scenario}.method")
     check_dir(raw_dir(scenario))

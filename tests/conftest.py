@@ -65,6 +65,7 @@ def fetched(tmp_path_factory):
     url sources from their URL or $EVALTRAIL_MIRROR (CI sets it to the shared mirror)."""
     from evaltrail import resources
     from evaltrail.config import resources_from_conf, scenario_from_conf
+    from evaltrail.metrics import word_lists
     from evaltrail.paths import cache_dir
     from evaltrail.scenarios import get_scenario
     from evaltrail.sources import fetch_dir
@@ -77,7 +78,7 @@ def fetched(tmp_path_factory):
             cfg = scenario_from_conf(name, ROOT / "conf")
             loader = get_scenario(name)
             loader.check(cfg)
-            pinned = loader.sources(cfg) + resources.sources(resources_from_conf(ROOT / "conf"), cfg)
+            pinned = loader.sources(cfg) + resources.sources(resources_from_conf(ROOT / "conf"), cfg, word_lists(cfg.metrics))
             fetch_dir(pinned, base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
             done[name] = (cfg, base / name)
         return done[name]

@@ -76,13 +76,14 @@ def test_pairwise_falls_back_to_a_penalized_fit_when_one_model_never_loses():
 
 
 def test_plot_tables_and_subject_breakdown():
-    summaries = {("mmlu", m): {"main_metric": "exact_match", "metrics": {"exact_match": st(v), "tokens_per_s": st(100.0, "efficiency")},
+    summaries = {("mmlu", m): {"main_metric": "exact_match", "metrics": {"exact_match": st(v), "prompt_tokens": st(90.0, "efficiency"),
+                                                                            "output_tokens": st(10.0, "efficiency")},
                                "groups": {"anatomy": {"exact_match": {"n": 2, "mean": v}},
                                           "virology": {"exact_match": {"n": 4, "mean": v / 2}}},
                                "reliability": [{"bin": 0, "confidence": 0.4, "accuracy": 0.3, "n": 6}]}
                  for m, v in (("a", 0.5), ("b", 0.8))}
-    speed = plots.accuracy_vs_throughput(summaries)
-    assert list(speed["label"]) == ["a · mmlu", "b · mmlu"] and list(speed["tokens_per_s"]) == [100.0, 100.0]
+    cost = plots.accuracy_vs_tokens(summaries)
+    assert list(cost["label"]) == ["a · mmlu", "b · mmlu"] and list(cost["tokens_per_instance"]) == [100.0, 100.0]
     assert len(plots.reliability(summaries)) == 2
     subj = plots.subjects(summaries)
     assert list(zip(subj["subject"], subj["model"], subj["accuracy"])) == [

@@ -8,7 +8,7 @@ import pytest
 
 from evaltrail.cli import main
 from evaltrail.errors import EvaltrailError
-from evaltrail.scenarios.catalog import catalog_rows, check_scenario, conf_names
+from evaltrail.catalog import catalog_rows, check_scenario, conf_names
 
 from .conftest import ROOT
 

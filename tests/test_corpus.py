@@ -86,13 +86,16 @@ def test_choice_confidence_is_softmax_of_the_top_choice():
     assert conf.loc[("b", 0), "prob"] == pytest.approx(0.5) and conf.loc[("b", 0), "correct"] == 0.0  # tie: first
 
 
-def test_throughput_and_seeded_bootstrap():
-    frame = pd.DataFrame({"instance_id": ["a", "a", "b"], "trial": [0, 0, 0], "num_evaluated_tokens": [10, 5, 20],
-                          "num_output_tokens": [1, 1, 4], "runtime_s": [0.5, 0.5, 1.0]})
-    group = GROUPS["throughput"]
-    arrays = group.inputs(frame, Context())
-    assert group.compute(arrays) == {"tokens_per_s": pytest.approx(41 / 2.0)}
+def test_seeded_bootstrap_of_a_corpus_group_repeats():
+    recs = bbq_records(40, 7)
+    texts = [" " + "ABC"[r["prediction"]] if r["prediction"] is not None else " maybe" for r in recs]
+    refs = [[{"text": o, "correct": i == r["gold"]} for i, o in enumerate("xyz")] for r in recs]
+    metas = [{k: r[k] for k in ("unknown_index", "target_indices", "non_target_indices", "context_condition",
+                                "question_polarity")} for r in recs]
+    group = GROUPS["bbq"]
+    arrays = group.inputs(gen_frame(texts, metas, refs), Context())
     one = bootstrap_corpus(group.compute, arrays, 200, 3)
     assert one == bootstrap_corpus(group.compute, arrays, 200, 3)
-    st = one["tokens_per_s"]
-    assert st["n"] == 2 and st["ci_low"] <= st["mean"] <= st["ci_high"] and st["ci"] == "bootstrap"
+    assert one != bootstrap_corpus(group.compute, arrays, 200, 4)  # the seed, not chance, fixes the interval
+    st = one["bbq_acc_ambiguous"]
+    assert st["n"] == 40 and st["ci_low"] <= st["mean"] <= st["ci_high"] and st["ci"] == "bootstrap"

@@ -58,8 +58,8 @@ def test_sharded_infer_stage_matches_the_local_run(smoke_repo, tmp_path, cluster
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     sharded = pd.read_parquet(out)
-    timing = ["runtime_s", "num_evaluated_tokens"]  # wall time, and what each worker's KV cache already held
-    pd.testing.assert_frame_equal(sharded.drop(columns=timing), local.drop(columns=timing))
+    # measurements (wall time, what each worker's KV cache held) are in results/costs, not completions
+    pd.testing.assert_frame_equal(sharded, local)
     assert "24 requests (0 from cache)" in proc.stdout
 
 

@@ -110,8 +110,12 @@ def test_every_family_is_registered():
     families = {get_metric(m).family for m in list_metrics()}
     assert families == set(FAMILIES) - {"robustness", "fairness"}  # those two are worst-case views
     for name in ("prefix_exact_match", "squad_f1", "rouge_2", "bleu_4", "ece_10_bin", "selective_acc_at_10",
-                 "expected_max_toxicity", "representation_gender", "bbq_bias_ambiguous", "tokens_per_s"):
+                 "expected_max_toxicity", "representation_gender", "bbq_bias_ambiguous", "prompt_tokens"):
         assert name in list_metrics()
+    for name in ("runtime_s", "tokens_per_s", "evaluated_tokens"):  # measurements of the machine: results/costs
+        assert name not in list_metrics()
+        with pytest.raises(EvaltrailError, match=f"'{name}' is a measurement of the machine, recorded by infer in results/costs/"):
+            get_metric(name)
 
 
 def test_mean_ci_count_resampling_matches_instance_resampling():

@@ -18,7 +18,7 @@ SMOLLM = "smollm2_135m_instruct"
 CELLS = {("mmlu", SMOLLM, "exact_match"), ("mmlu", SMOLLM, "exact_match/robustness"),
          ("mmlu", SMOLLM, "exact_match/fairness"), ("mmlu", SMOLLM, "ece_10_bin"), ("mmlu", SMOLLM, "output_tokens"),
          ("hellaswag", SMOLLM, "acc"), ("hellaswag", SMOLLM, "acc_norm"), ("hellaswag", SMOLLM, "selective_acc_at_10"),
-         ("hellaswag", SMOLLM, "prompt_tokens")}  # runtime_s is a measurement (results/costs), not traced
+         ("hellaswag", SMOLLM, "prompt_tokens")}  # seconds are measurements (results/costs), not on the board
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,9 @@ def test_leaderboard_has_every_family_in_range(repo):
     assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
     assert cost["cpu_kernels"].startswith("CPU :")  # which llama.cpp kernels computed these answers
     assert cost["identity"]["engine"]["profile"] == "x86_64_avx2"  # the pinned engine's
-    assert {"runtime_s", "tokens_per_s"} <= set(cost["metrics"])  # measurements live here, not in scores
+    measured = cost["measured"]  # measurements live here, never in scores or the leaderboard
+    assert measured["prompt_tokens"] >= measured["evaluated_tokens"] > 0 and measured["tokens_per_s"] > 0
+    assert not {"runtime_s", "tokens_per_s", "evaluated_tokens"} & set(lb["metric"])
 
 
 def test_family_tables_pairwise_and_plots(repo):
@@ -65,7 +67,7 @@ def test_family_tables_pairwise_and_plots(repo):
     assert acc["rows"][0]["mean_win_rate"] is None  # one model: nothing to beat
     pair = json.loads((repo / "results" / "pairwise.json").read_text())
     assert pair["ratings"] == [] and pair["differences"] == []  # one model: no pairs
-    for name in ("accuracy_vs_throughput.csv", "reliability.csv", "mmlu_subjects.csv"):
+    for name in ("accuracy_vs_tokens.csv", "reliability.csv", "mmlu_subjects.csv"):
         assert len(pd.read_csv(repo / "results" / "plots" / name)) > 0, name
     assert dvc(repo, "plots", "show", "-o", str(repo.parent / "plots")).returncode == 0
     report = repo / "results" / "report"
@@ -77,6 +79,9 @@ def test_trace_every_cell(repo):
         out = trace(repo, scenario, model, metric).stdout
         assert "!!" not in out and "mlflow: run" in out and "sha256=" in out
     assert "corpus metric" in trace(repo, "mmlu", SMOLLM, "ece_10_bin").stdout
+    timed = trace(repo, "mmlu", SMOLLM, "runtime_s", check=False)  # a measurement: one line naming its file
+    assert timed.returncode == 1 and "Traceback" not in timed.stderr
+    assert f"a measurement of the machine, recorded in results/costs/mmlu/{SMOLLM}.json" in timed.stderr
     # the perturbation word lists are pinned raw files of the scenario, so a trace reaches them
     assert "resources/correct_to_misspelling.json" in trace(repo, "mmlu", SMOLLM, "exact_match/robustness").stdout
     iid = pd.read_parquet(repo / "results/scores/mmlu" / f"{SMOLLM}.parquet")["instance_id"].iloc[0]

@@ -62,8 +62,7 @@ def test_infer_killed_repeatedly_resumes_to_identical_completions(smoke_repo, tm
     assert progress == sorted(progress) and progress[-1] < len(reference)
     subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
     resumed = pd.read_parquet(out)
-    timing = ["runtime_s", "num_evaluated_tokens"]  # when it ran and what the KV cache already held
-    pd.testing.assert_frame_equal(resumed.drop(columns=timing), reference.drop(columns=timing))
+    pd.testing.assert_frame_equal(resumed, reference)  # completions hold no measurements: equal as a whole
     prompts = pd.read_parquet(ws / "data" / "prompts" / "mmlu.parquet")
     assert resumed["request_id"].is_unique and set(resumed["request_id"]) == set(prompts["request_id"])
     distinct = {json.dumps(_content(r), sort_keys=True) for r in prompts[_CONTENT].itertuples(index=False)}

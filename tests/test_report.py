@@ -48,7 +48,7 @@ PARAMS = {
                  "taxonomy": {"task": "multiple choice QA", "language": "English"},
                  "method": "multiple_choice_joint", "eval_split": "test", "train_split": "dev", "num_shots": 2,
                  "instructions": "The following are multiple choice questions (with answers) about {subject_name}.",
-                 "metrics": ["exact_match", "runtime_s"], "main_metric": "exact_match",
+                 "metrics": ["exact_match", "prompt_tokens"], "main_metric": "exact_match",
                  "perturbations": ["mild_mix"], "sources": []},
         "hellaswag": {"description": "What happens next", "license": "MIT", "citation": "Zellers et al. (2019)",
                       "taxonomy": {"task": "sentence completion"}, "method": "multiple_choice_separate",
@@ -83,9 +83,9 @@ def _summary(scenario: str, model: str, main: str, rows: list[dict], n_variants:
     for name in sorted({r["metric"] for r in rows}):
         vals = [r["value"] for r in rows if r["metric"] == name and r["perturbation"] is None]
         mean = sum(vals) / len(vals)
-        fam = "robustness" if "/" in name else ("efficiency" if name == "runtime_s" else "accuracy")
+        fam = "robustness" if "/" in name else ("efficiency" if name == "prompt_tokens" else "accuracy")
         metrics[name] = {"mean": mean, "ci_low": max(mean - 0.2, 0), "ci_high": mean + 0.2, "n": len(vals),
-                         "family": fam, "higher_is_better": None if name == "runtime_s" else True}
+                         "family": fam, "higher_is_better": None if name == "prompt_tokens" else True}
     return {"scenario": scenario, "model": model, "main_metric": main, "metrics": metrics,
             "model_sha256": SHA[model], "n_instances": len({r["original_id"] for r in rows}),
             "n_variants": n_variants, "n_trials": 1, "scorers": {}}
@@ -126,7 +126,7 @@ def _mmlu(cfg) -> dict:
         worst = {qs[0].instance_id: min(em[qs[0].instance_id], em[var.instance_id]),
                  qs[1].instance_id: em[qs[1].instance_id], qs[2].instance_id: em[qs[2].instance_id]}
         out["scores"][m] = _score_rows({"exact_match": em, "exact_match/mild_mix": worst,
-                                        "runtime_s": {iid: 0.5 for iid in gen}},
+                                        "prompt_tokens": {iid: 100.0 for iid in gen}},
                                        {var.instance_id: ("mild_mix", qs[0].instance_id)})
     return out
 
@@ -181,7 +181,7 @@ def make_inputs(root: Path) -> dict:
             "win_rate": {"alpha_model": {"alpha_model": None, "beta_model": 0.625},
                          "beta_model": {"alpha_model": 0.375, "beta_model": None}}})
         plots = Path("results/plots")
-        write_text(plots / "accuracy_vs_throughput.csv", "model,scenario,metric,accuracy,tokens_per_s\n"
+        write_text(plots / "accuracy_vs_tokens.csv", "model,scenario,metric,accuracy,tokens_per_instance\n"
                    "alpha_model,mmlu,exact_match,0.667,120.5\nbeta_model,mmlu,exact_match,0.333,80.0\n"
                    "alpha_model,hellaswag,acc_norm,1.0,150.0\nbeta_model,hellaswag,acc_norm,0.5,95.0\n")
         write_text(plots / "reliability.csv", "model,scenario,bin,confidence,accuracy,n\n"
@@ -304,7 +304,7 @@ def test_leaderboard_tables_render_and_sort(page, report):
     assert mmlu_col.get_attribute("aria-sort") == "descending"
     mmlu_col.click()
     assert _column(page, "#table-main") == ["beta_model", "alpha_model"]
-    assert page.locator("#plot-accuracy_vs_throughput svg circle, #plot-accuracy_vs_throughput svg rect").count() >= 4
+    assert page.locator("#plot-accuracy_vs_tokens svg circle, #plot-accuracy_vs_tokens svg rect").count() >= 4
     assert page.locator("#plot-reliability-mmlu line.diagonal").count() >= 1
     assert page.locator("#plot-mmlu_subjects rect.bar").count() == 2
     assert page.locator("#models").text_content().count(SHA["alpha_model"]) == 1

@@ -23,7 +23,7 @@ def row(iid, text, golds, perturbation=None, original=None, runtime=0.5):
 
 
 CFG = ScenarioConfig(name="qa", method="generation", eval_split="test", sources=[], main_metric="quasi_exact_match",
-                     metrics=["quasi_exact_match", "f1_score", "toxic_fraction", "runtime_s", "tokens_per_s"])
+                     metrics=["quasi_exact_match", "f1_score", "toxic_fraction", "prompt_tokens", "output_tokens"])
 FRAME = pd.DataFrame([
     row("a", "The Paris.", ["Lyon", "paris"]),          # second gold matches after normalization
     row("b", "berlin", ["Bonn"]),
@@ -40,7 +40,7 @@ def test_scores_take_the_best_gold_and_keep_variants_apart():
     assert qem.loc["c2", "perturbation"] == "dialect" and qem.loc["c2", "original_id"] == "c"
     worst = scores.set_index(["metric", "instance_id"])["value"]
     assert worst[("quasi_exact_match/fairness", "c")] == 0.0 and worst[("quasi_exact_match/robustness", "a")] == 1.0
-    assert ("runtime_s/robustness", "a") not in worst.index  # only accuracy metrics get worst cases
+    assert ("prompt_tokens/robustness", "a") not in worst.index  # only accuracy metrics get worst cases
 
 
 def test_summary_families_cis_and_corpus_metrics():
@@ -52,8 +52,8 @@ def test_summary_families_cis_and_corpus_metrics():
     assert m["quasi_exact_match/fairness"]["mean"] == pytest.approx(1 / 3)
     assert m["quasi_exact_match/fairness"]["family"] == "fairness" and m["quasi_exact_match/mild_mix"]["family"] == "robustness"
     assert m["toxic_fraction"]["family"] == "toxicity" and m["toxic_fraction"]["higher_is_better"] is False
-    assert m["tokens_per_s"]["mean"] == pytest.approx(10 / 0.5) and m["tokens_per_s"]["ci"] == "bootstrap"
-    assert m["runtime_s"]["mean"] == 0.5 and m["runtime_s"]["n"] == 3  # originals only
+    assert m["prompt_tokens"]["mean"] == 10 and m["prompt_tokens"]["n"] == 3  # originals only
+    assert m["prompt_tokens"]["family"] == "efficiency" and m["prompt_tokens"]["higher_is_better"] is None
 
 
 def test_a_corpus_metric_the_method_cannot_feed_fails_by_name():

@@ -65,14 +65,14 @@ def _validate(args) -> int:
 
 
 def _scenarios(args) -> int:
-    from .scenarios.catalog import catalog_rows, format_table
+    from .catalog import catalog_rows, format_table
 
     print(format_table(catalog_rows(args.conf)))
     return 0
 
 
 def _scenario_check(args) -> int:
-    from .scenarios.catalog import check_scenario
+    from .catalog import check_scenario
 
     for line in check_scenario(args.name, args.conf):
         print(line)

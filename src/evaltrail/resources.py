@@ -8,6 +8,7 @@ trace from any number reaches it like any other raw file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from .config import ScenarioConfig
@@ -19,29 +20,26 @@ DIR = "resources"
 PERTURBATION_NEEDS = {"misspellings": "misspellings", "dialect": "dialect", "names": "bias_word_lists"}
 
 
-def needed(cfg: ScenarioConfig) -> list[str]:
-    """Names of the resources this scenario's perturbations and metrics read, sorted."""
-    from .metrics import get_metric
+def needed(cfg: ScenarioConfig, metric_lists: Iterable[str]) -> list[str]:
+    """Names of the resources this scenario's perturbations read, and `metric_lists` (what its
+    metrics read: evaltrail.metrics.word_lists, passed in so that stages which never score do not
+    depend on metric code), sorted."""
     from .perturbations.registry import REGISTRY
 
-    names = set()
+    names = set(metric_lists)
     for p in cfg.perturbations:
         if p not in REGISTRY:
             raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.perturbations: unknown {p!r}; "
                                  f"valid: {', '.join(sorted(REGISTRY))}")
         names.update(PERTURBATION_NEEDS[n] for n in REGISTRY[p].needs)
-    for m in cfg.metrics:
-        metric = get_metric(m)
-        if metric.kind == "corpus":  # a corpus group names the word lists its inputs read
-            names.update(metric.fn.needs)
     return sorted(names)
 
 
-def sources(pins: dict, cfg: ScenarioConfig) -> list[dict]:
+def sources(pins: dict, cfg: ScenarioConfig, metric_lists: Iterable[str]) -> list[dict]:
     """The pinned source specs (`pins`: params `resources`) of the resources this scenario needs,
     with `file` under resources/."""
     out = []
-    for name in needed(cfg):
+    for name in needed(cfg, metric_lists):
         if name not in pins:
             raise EvaltrailError(f"params.yaml: resources.{name}: missing; scenario.{cfg.name} needs it "
                                  f"(pin it in conf/config.yaml)")
@@ -60,5 +58,5 @@ def load_perturbation_resources(pins: dict, cfg: ScenarioConfig, raw_dir: Path):
     """The perturbations.Resources holding the lists this scenario's perturbations need."""
     from .perturbations import Resources
 
-    return Resources.from_files(**{res: path(pins, raw_dir, res) for res in needed(cfg)
+    return Resources.from_files(**{res: path(pins, raw_dir, res) for res in needed(cfg, ())
                                    if res in PERTURBATION_NEEDS.values()})

@@ -7,7 +7,7 @@ import pandas as pd
 from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..io import read_json
-from ..paths import infer_stats_path, rag_dir, summary_path
+from ..paths import rag_dir, summary_path
 
 from ..metrics import FAMILIES
 
@@ -15,8 +15,8 @@ COLUMNS = ["scenario", "model", "metric", "family", "main", "higher_is_better", 
 
 
 def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
-    """The score summaries of every selected (scenario, model) cell, with infer's measured
-    efficiency metrics (results/costs) where the cell has them."""
+    """The score summaries of every selected (scenario, model) cell. infer's measurements
+    (results/costs) stay out: the leaderboard is the same on every machine."""
     out = {}
     for s in run.scenarios:
         for m in run.models:
@@ -24,10 +24,6 @@ def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
             if not path.is_file():
                 raise EvaltrailError(f"{path}: missing; run `dvc repro score@{s}-{m}`")
             out[(s, m)] = read_json(path)
-            costs = infer_stats_path(s, m)  # infer's measurements (seconds, tokens/s): efficiency rows
-            if costs.is_file():
-                measured = read_json(costs).get("metrics") or {}
-                out[(s, m)] = {**out[(s, m)], "metrics": {**out[(s, m)]["metrics"], **measured}}
     for s in run.rag_scenarios:  # the rag stage's judged metrics sit beside score's in the same cell
         path = rag_dir(s) / "summary.json"
         if not path.is_file():

@@ -19,7 +19,7 @@ HEADLINE = {
     "fairness": ("{main}/fairness",),
     "bias": ("bbq_bias_ambiguous", "representation_gender"),
     "toxicity": ("toxic_fraction",),
-    "efficiency": ("runtime_s",),
+    "efficiency": ("prompt_tokens",),  # seconds measure the machine (results/costs), not the model
 }
 
 

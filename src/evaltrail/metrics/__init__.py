@@ -10,7 +10,7 @@ Per-instance kinds (a value per (instance, trial); a scenario's number is their 
 - ``usage``: over the requests of all instances -> value per instance (efficiency).
 Corpus kind (one value for the whole set, bootstrap CI over instances):
 - ``corpus``: `fn` is a `Corpus` group (evaltrail.metrics.corpus) computing several named metrics
-  from per-instance arrays at once (calibration, bias, BBQ, throughput).
+  from per-instance arrays at once (calibration, bias, BBQ).
 
 Robustness and fairness are not metrics of their own: every per-instance metric gets worst-case
 companions ``<metric>/<perturbation>``, ``<metric>/robustness`` and ``<metric>/fairness`` when
@@ -57,9 +57,18 @@ def register(name: str, kind: str, higher_is_better: bool | None = True, family:
     return deco
 
 
+def _unknown(name: str) -> str:
+    from ..costs import MEASURED
+
+    if name in MEASURED:  # HELM scores these; here they are measurements of the machine
+        return (f"{name!r} is a measurement of the machine, recorded by infer in results/costs/, not a metric; "
+                f"remove it")
+    return f"unknown metric {name!r}; valid: {', '.join(list_metrics())}"
+
+
 def get_metric(name: str) -> Metric:
     if name not in _REGISTRY:
-        raise EvaltrailError(f"unknown metric {name!r}; valid: {', '.join(list_metrics())}")
+        raise EvaltrailError(_unknown(name))
     return _REGISTRY[name]
 
 
@@ -67,7 +76,13 @@ def check_metrics(names: list[str], where: str) -> None:
     """Fail naming the config key on the first metric name that is not registered."""
     for name in names:
         if name not in _REGISTRY:
-            raise EvaltrailError(f"{where}: unknown metric {name!r}; valid: {', '.join(list_metrics())}")
+            raise EvaltrailError(f"{where}: {_unknown(name)}")
+
+
+def word_lists(names: list[str]) -> set[str]:
+    """The pinned resources (params `resources` keys) that metrics `names` read: a corpus group
+    names the word lists its inputs need."""
+    return {n for name in names if (m := get_metric(name)).kind == "corpus" for n in m.fn.needs}
 
 
 def list_metrics() -> list[str]:

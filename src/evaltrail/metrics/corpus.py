@@ -1,4 +1,4 @@
-"""Corpus metrics: one number for a whole set of instances (calibration, bias, BBQ, throughput).
+"""Corpus metrics: one number for a whole set of instances (calibration, bias, BBQ).
 
 Each `Corpus` group turns the scored frame (original instances only) into per-instance arrays,
 first axis = instances in id order, and computes its named metrics from those arrays. Keeping
@@ -210,20 +210,3 @@ def _bbq(a: Arrays) -> dict[str, float | None]:
         else:
             out["bbq_bias_disambiguated"] = None if raw is None else float(raw)
     return out
-
-
-# --- throughput --------------------------------------------------------------------------------
-
-def _usage_inputs(frame: pd.DataFrame, ctx: Context) -> Arrays | None:
-    per = frame.groupby(GROUP, sort=True)[["num_evaluated_tokens", "num_output_tokens", "runtime_s"]].sum()
-    if per.empty:
-        return None
-    return {"tokens": _wide(per.assign(t=per["num_evaluated_tokens"] + per["num_output_tokens"]), "t"),
-            "runtime": _wide(per, "runtime_s")}
-
-
-@corpus("throughput", {"tokens_per_s": (True, "efficiency")}, _usage_inputs)
-def _throughput(a: Arrays) -> dict[str, float | None]:
-    """Tokens the model processed (evaluated prompt + output) per second of model time."""
-    runtime = a["runtime"].sum()
-    return {"tokens_per_s": float(a["tokens"].sum() / runtime) if runtime > 0 else None}

@@ -1,11 +1,9 @@
-"""Efficiency (HELM's family): what each instance cost to run, from the completions' own records.
+"""Efficiency (HELM's family), the part that follows from pinned inputs: tokens per instance.
 
-Each metric sums one completions column over an instance's requests. Token counts follow from
-the pinned inputs; seconds, evaluated tokens (what a warm KV cache spared depends on the run's
-history) and tokens per second measure the machine. Those MEASURED metrics are computed by the
-infer stage into results/costs/<scenario>/<model>.json beside its wall time and peak memory, and
-never into results/scores, so a reproduction's scores are byte-identical and its `git diff`
-shows only measurements.
+Each metric sums one completions column over an instance's requests. Seconds, tokens actually
+evaluated (what a warm KV cache spared depends on the run's history) and tokens per second measure
+the machine: evaltrail.costs records them beside infer's wall time and memory, never in scores, so
+a reproduction's scores are byte-identical and its `git diff` shows only measurements.
 """
 
 from __future__ import annotations
@@ -20,15 +18,9 @@ GROUP = ["instance_id", "trial"]
 
 # name -> (completions column, higher_is_better, what it is)
 USAGE = {
-    "runtime_s": ("runtime_s", False, "seconds of model time over the instance's requests"),
     "prompt_tokens": ("num_prompt_tokens", None, "prompt tokens sent (what a naive engine evaluates)"),
-    "evaluated_tokens": ("num_evaluated_tokens", False, "prompt tokens actually evaluated (a reused KV prefix is not)"),
     "output_tokens": ("num_output_tokens", None, "tokens generated, or scored for loglikelihood requests"),
 }
-
-
-MEASURED = frozenset({"runtime_s", "evaluated_tokens", "tokens_per_s"})
-"""Metrics of the machine and the run's history, not of the model: results/costs, not results/scores."""
 
 
 def per_instance_sum(frame: pd.DataFrame, column: str) -> pd.Series:

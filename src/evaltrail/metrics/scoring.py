@@ -16,7 +16,6 @@ from ..perturbations.registry import perturbation_kind
 from . import PER_INSTANCE, get_metric
 from .calibration import MIN_RELIABLE_N, is_reliable, reliability
 from .corpus import GROUPS, Context
-from .efficiency import MEASURED
 from .stats import bootstrap_corpus, mean_ci_analytic
 from .worst_case import worst_case
 
@@ -135,19 +134,6 @@ def _info(name: str) -> dict:
         view = name.split("/", 1)[1]
         fam = view if view in ("robustness", "fairness") else perturbation_kind(view)
     return {"family": fam, "higher_is_better": metric.higher_is_better}
-
-
-def deterministic(cfg: ScenarioConfig) -> ScenarioConfig:
-    """The scenario with only the metrics that follow from pinned inputs (what `score` computes)."""
-    return dataclasses.replace(cfg, metrics=[m for m in cfg.metrics if m not in MEASURED])
-
-
-def measured_summary(frame: pd.DataFrame, cfg: ScenarioConfig, samples: int, seed: int) -> dict:
-    """The scenario's MEASURED metrics (time, KV reuse) over prompts joined with answers that still
-    carry their measurement columns: what `infer` records in results/costs."""
-    cfg = dataclasses.replace(cfg, metrics=[m for m in cfg.metrics if m in MEASURED], main_metric=None)
-    scores = score_frame(frame, cfg, adapter=None)  # usage metrics read no golds
-    return summarize(scores, corpus_inputs(frame, cfg, Context()), cfg, samples, seed)["metrics"]
 
 
 def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig, samples: int, seed: int) -> dict:

@@ -15,9 +15,11 @@ import pandas as pd
 
 from .. import resources
 from ..config import RunConfig
+from ..costs import MEASURED
 from ..errors import EvaltrailError
 from ..hashing import sha256_file
 from ..io import read_json
+from ..metrics import word_lists
 from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_dir, model_info_path,
                      model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
 from ..sources import describe
@@ -68,6 +70,9 @@ def _leaderboard_value(scenario: str, model: str, metric: str) -> float:
 
 
 def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
+    if metric in MEASURED:
+        raise EvaltrailError(f"trace --metric {metric}: a measurement of the machine, recorded in "
+                             f"{infer_stats_path(scenario, model)}, not derived from pinned inputs; trace a score instead")
     t, lock = Trace(), load_lock()
     value = _leaderboard_value(scenario, model, metric)
     t.lines.append(f"{scenario} / {model} / {metric} = {value:.6f}")
@@ -75,12 +80,7 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
 
     summary = read_json(summary_path(scenario, model))
     if metric not in summary["metrics"]:
-        from ..metrics.efficiency import MEASURED
-        from ..paths import infer_stats_path
-
-        why = (f"a measurement of the machine, recorded in {infer_stats_path(scenario, model)}, not derived from "
-               f"pinned inputs" if metric in MEASURED else f"not in {summary_path(scenario, model)}")
-        raise EvaltrailError(f"trace --metric {metric}: {why}; trace a score instead")
+        raise EvaltrailError(f"trace --metric {metric}: not in {summary_path(scenario, model)}; run `dvc repro`")
     st = summary["metrics"][metric]
     ci = "no CI (a single measurement)" if st["ci_low"] is None else f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}]"
     t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} {ci} n={st['n']}",
@@ -145,7 +145,7 @@ def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
         t.bad(f"raw data: {listing} is missing")
         return
     cfg = run.scenario[scenario]
-    pins = {s["file"]: s["sha256"] for s in cfg.sources + resources.sources(run.resources, cfg)}
+    pins = {s["file"]: s["sha256"] for s in cfg.sources + resources.sources(run.resources, cfg, word_lists(cfg.metrics))}
     for rec in read_json(listing):
         path = raw_dir(scenario) / rec["file"]
         actual = sha256_file(path) if path.is_file() else "missing"

@@ -105,21 +105,21 @@ UNIT = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
 
 def scatter(frame: pd.DataFrame, models: list[str]) -> Chart:
-    """Accuracy (main metric) against generation throughput: one point per (model, scenario)."""
+    """Accuracy (main metric) against tokens per instance: one point per (model, scenario)."""
     colors, scen = _colors(_ordered(frame["model"], models)), sorted(frame["scenario"].unique())
     shapes = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(scen)}
-    xt = _ticks(float(frame["tokens_per_s"].max()) if len(frame) else 1.0)
+    xt = _ticks(float(frame["tokens_per_instance"].max()) if len(frame) else 1.0)
     ax = _Axes(640, 340, (0, xt[-1]), (0, 1))
-    ax.frame("throughput (tokens/s)", "accuracy", xt, UNIT)
+    ax.frame("tokens per instance (prompt + output)", "accuracy", xt, UNIT)
     for r in frame.sort_values(["scenario", "model"]).itertuples(index=False):
-        if pd.isna(r.accuracy) or pd.isna(r.tokens_per_s):
+        if pd.isna(r.accuracy) or pd.isna(r.tokens_per_instance):
             continue
-        tip = f"{r.model} · {r.scenario} ({r.metric}): {r.accuracy:.3f} at {r.tokens_per_s:.1f} tokens/s"
+        tip = f"{r.model} · {r.scenario} ({r.metric}): {r.accuracy:.3f} at {r.tokens_per_instance:.1f} tokens per instance"
         ax.parts.append(f'<g class="point"><title>{escape(tip)}</title>'
-                        f'{_marker(shapes[r.scenario], colors[r.model], ax.px(r.tokens_per_s), ax.py(r.accuracy))}</g>')
+                        f'{_marker(shapes[r.scenario], colors[r.model], ax.px(r.tokens_per_instance), ax.py(r.accuracy))}</g>')
     ax.legend([(m, _marker("circle", c)) for m, c in colors.items()]
               + [(s, _marker(shapes[s], "#666")) for s in scen])
-    return Chart("accuracy_vs_throughput", "Accuracy vs throughput", ax.svg("accuracy vs throughput"))
+    return Chart("accuracy_vs_tokens", "Accuracy vs tokens per instance", ax.svg("accuracy vs tokens per instance"))
 
 
 def reliability(frame: pd.DataFrame, models: list[str]) -> list[Chart]:
@@ -172,7 +172,7 @@ def grouped_bars(frame: pd.DataFrame, models: list[str]) -> Chart:
 
 
 PLOTS = {  # file -> (required columns, chart builder)
-    "accuracy_vs_throughput.csv": (["model", "scenario", "metric", "accuracy", "tokens_per_s"], scatter),
+    "accuracy_vs_tokens.csv": (["model", "scenario", "metric", "accuracy", "tokens_per_instance"], scatter),
     "reliability.csv": (["model", "scenario", "bin", "confidence", "accuracy", "n"], reliability),
     "mmlu_subjects.csv": (["model", "subject", "accuracy", "n"], grouped_bars),
 }

@@ -6,12 +6,12 @@ import re
 import tempfile
 from pathlib import Path
 
-from .. import resources
-from ..config import RunConfig, ScenarioConfig, resources_from_conf, scenario_from_conf
-from ..errors import EvaltrailError
-from ..paths import cache_dir
-from ..sources import KINDS, fetch_dir
-from . import get_scenario
+from . import resources
+from .config import RunConfig, ScenarioConfig, resources_from_conf, scenario_from_conf
+from .errors import EvaltrailError
+from .paths import cache_dir
+from .sources import KINDS, fetch_dir
+from .scenarios import get_scenario
 
 TAXONOMY_KEYS = ("task", "domain", "language")
 COLUMNS = ("name", "task", "domain", "language", "method", "main_metric", "license", "sources")
@@ -41,8 +41,8 @@ def format_table(rows: list[dict]) -> str:
 
 
 def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
-    from ..adapters import get_adapter
-    from ..metrics import get_metric
+    from .adapters import get_adapter
+    from .metrics import get_metric
 
     missing = [k for k in TAXONOMY_KEYS if not (cfg.taxonomy or {}).get(k)]
     if missing:
@@ -66,7 +66,7 @@ def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
 
 
 def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
-    from ..metrics import get_metric
+    from .metrics import get_metric
 
     lines = []
     references_scored = any(get_metric(m).kind == "reference" for m in cfg.metrics)
@@ -88,7 +88,8 @@ def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
 
 def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
     """Validate one scenario end to end short of inference; raise EvaltrailError on the first problem."""
-    from ..adapters import get_adapter
+    from .adapters import get_adapter
+    from .metrics import word_lists
 
     where = f"{conf}/scenario/{name}.yaml"
     cfg = scenario_from_conf(name, conf)
@@ -99,7 +100,7 @@ def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
                     scenario={name: cfg}, model={}, mlflow={}, resources=resources_from_conf(conf))
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / name
-        records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw, cache_dir(), f"{where}: sources")
+        records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, word_lists(cfg.metrics)), raw, cache_dir(), f"{where}: sources")
         lines.append(f"ok  sources: {len(records)} file(s) fetched, every sha256 matches")
         splits = loader.load(cfg, raw)
         again = loader.load(cfg, raw)

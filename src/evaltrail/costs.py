@@ -1,0 +1,35 @@
+"""What a run cost on this machine: model seconds, KV-cache reuse, throughput, memory.
+
+These are measurements, not results: they depend on the CPU, its load and the request cache's
+history, so no DVC output holds them and no score or leaderboard reads them. infer writes them to
+results/costs/<scenario>/<model>.json, which dvc.yaml declares as top-level metrics: `dvc metrics
+show` lists them and `dvc metrics diff` compares two machines, while every deterministic artifact
+stays byte-identical across machines with the pinned engine.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+MEASURED = ("runtime_s", "evaluated_tokens", "tokens_per_s")
+"""Per-request quantities of the machine and the run's history (HELM's measured efficiency):
+recorded here, never scored. A scenario that lists one as a metric gets a one-line error."""
+
+
+def measure(answers: pd.DataFrame) -> dict:
+    """Totals over one cell's answers as the backend returned them (with runtime_s and
+    num_evaluated_tokens): model seconds, tokens evaluated against those sent, tokens per second."""
+    seconds = float(answers["runtime_s"].sum())
+    sent = int(answers["num_prompt_tokens"].sum())
+    evaluated = int(answers["num_evaluated_tokens"].sum())
+    output = int(answers["num_output_tokens"].sum())
+    n = len(answers)
+    return {
+        "model_s": round(seconds, 3),
+        "s_per_request": round(seconds / n, 6) if n else None,
+        "prompt_tokens": sent,
+        "evaluated_tokens": evaluated,
+        "evaluated_fraction": round(evaluated / sent, 4) if sent else None,  # < 1: a reused KV prefix
+        "output_tokens": output,
+        "tokens_per_s": round((evaluated + output) / seconds, 2) if seconds > 0 else None,
+    }
