@@ -39,10 +39,13 @@ LIB, PYTHON = "lib", "python"
 BASE_ARGS = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF",
              "-DLLAMA_BUILD_COMMON=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
              "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN", "-DGGML_OPENMP=OFF")
+             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN", "-DGGML_OPENMP=OFF",
+             "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--strip-debug")
 """What every build shares: the llama library alone (no tools, no network code), finding its ggml
 libraries beside itself rather than by the build directory's path, threads by ggml's own pool
-(an OpenMP runtime would be one more thing the host decides)."""
+(an OpenMP runtime would be one more thing the host decides), and no debug sections: zig's libc++
+objects carry the absolute paths of the venv and of zig's cache there, so the same code built in
+another venv or home directory would otherwise hash differently."""
 GLIBC = "2.28"
 """The glibc the libraries link against (Debian 10, RHEL 8 and later run them)."""
 NATIVE_ARGS = ("-DGGML_NATIVE=ON",)
