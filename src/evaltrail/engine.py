@@ -46,6 +46,8 @@ libraries beside itself rather than by the build directory's path, threads by gg
 (an OpenMP runtime would be one more thing the host decides), and no debug sections: zig's libc++
 objects carry the absolute paths of the venv and of zig's cache there, so the same code built in
 another venv or home directory would otherwise hash differently."""
+LOG = "build.log"
+"""The build's output, kept beside the build in the machine's engine cache."""
 GLIBC = "2.28"
 """The glibc the libraries link against (Debian 10, RHEL 8 and later run them)."""
 NATIVE_ARGS = ("-DGGML_NATIVE=ON",)
@@ -185,7 +187,7 @@ def _build_into(sdist: Path, args: tuple[str, ...], dest: Path, cache_dir: Path)
         with tarfile.open(sdist) as tar:
             tar.extractall(tmp, filter="data")
         root = next(tmp.glob("llama_cpp_python-*"))
-        src, build, log = root / "vendor" / "llama.cpp", tmp / "build", dest / "build.log"
+        src, build, log = root / "vendor" / "llama.cpp", tmp / "build", dest / LOG
         dest.mkdir(parents=True)
         tools, zig_env = _toolchain(tmp, cache_dir)
         # the temporary path would otherwise be baked into the libraries (assert messages)
@@ -235,7 +237,9 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
                f"{str(cfg.sha256)[:12]} (another compiler: {compiler})")
     info["not_pinned_because"] = why
     with atomic_dir(dest) as tmp:
-        shutil.copytree(cached, tmp, dirs_exist_ok=True, symlinks=True)
+        # the build log (timings, this machine's paths) stays in the cache: engine/build is a DVC
+        # output whose hash must be the same on every machine
+        shutil.copytree(cached, tmp, dirs_exist_ok=True, symlinks=True, ignore=shutil.ignore_patterns(LOG))
         write_json(tmp / INFO, info)
     write_json(identity_file, info)
     return info
