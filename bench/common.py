@@ -33,12 +33,25 @@ def machine() -> str:
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     try:
-        from importlib.metadata import version
-        llama = version("llama_cpp_python")
-    except Exception:  # noqa: BLE001 - not installed: the line says so
-        llama = "absent"
+        from evaltrail import engine
+
+        ident = engine.identity()
+        llama = f"{ident['llama_cpp_python']} engine {ident['profile']} {ident['sha256'][:12]}"
+    except Exception:  # noqa: BLE001 - no built engine: the line says so
+        llama = "absent (run `dvc repro build_engine`)"
+    load = os.getloadavg()[0]
     return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
-            f"llama-cpp-python {llama}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+            f"llama-cpp-python {llama}, load average {load:.2f} at the start, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
+def require_idle(max_load: float = 0.5) -> None:
+    """Refuse to measure on a busy machine: llama.cpp's threads wait for each other, so another
+    process on a core makes every figure a measurement of the contention instead."""
+    load = os.getloadavg()[0]
+    if load > max_load:
+        raise SystemExit(f"bench: 1-minute load average {load:.2f} > {max_load}: the machine is busy; "
+                         f"wait for it to be idle (or pass a higher limit to require_idle)")
 
 
 def median(xs) -> float:

