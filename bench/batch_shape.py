@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, median, preamble, require_idle, write_section  # noqa: E402
 
-SHAPES = (16, 32, 48, 60, 128, 512)
+SHAPES = (16, 32, 48, 60, 64, 128, 512)
 TEXT = (ROOT / "README.md").read_text()
 
 
@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[2, 1])
+    ap.add_argument("--rows", nargs="+", default=["last", "half"], choices=["last", "half"])
     ap.add_argument("--max-load", type=float, default=0.5, help="refuse to start above this load average")
     args = ap.parse_args()
     require_idle(args.max_load)
@@ -83,7 +84,7 @@ def main() -> None:
         n = L.llama_tokenize(vocab, raw, len(raw), buf, len(buf), True, False)
         tokens = list(buf[:min(n, args.tokens)])
         for threads in args.threads:
-            for rows in ("last", "half"):
+            for rows in args.rows:
                 for flash in (True, False):
                     rates = [median([decode_rate(L, model, tokens, s, flash, threads, rows)
                                      for _ in range(args.repeats)]) for s in SHAPES]

@@ -19,7 +19,6 @@ import numpy as np
 
 from .. import cores, engine
 from ..config import ModelConfig
-from ..paths import cache_dir
 from ..errors import EvaltrailError
 from .packing import Job, plan
 
@@ -59,13 +58,20 @@ REVISION = 6
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss.
 6: every request through PackedScorer (flash attention, packed batches, the engine's log-softmax)."""
 
-PACK = 32
-"""Tokens per packed batch: every batch is padded to exactly this shape. Below 64, ggml's CPU flash
-attention computes each query row alone over the KV cells in order, skipping masked cells
-(`GGML_FA_TILE_Q` is 64; from 64 rows on it tiles rows and cells together)."""
+PACK = 60
+"""Tokens per packed batch, and prompts per generation wave. Below 64, ggml's CPU flash attention
+computes each query row alone over the KV cells in order, skipping masked cells
+(`GGML_FA_TILE_Q` is 64; from 64 rows on it tiles rows and cells together). 60 decodes faster
+than 32 (bench/RESULTS.md, batch_shape); results are the same bits at any shape from 8 to 60
+tokens in multiples of 4 (measured on both models)."""
 
-SLACK = 512
-"""KV cells of finished requests tolerated before the cache is rebuilt from the needed prefix."""
+MIN_SHAPE = 8
+"""The smallest batch: Gemma's logprobs differ in batches of 4 or 6 tokens (measured)."""
+
+SLACK = 32
+"""KV cells of finished requests tolerated before the cache is rebuilt from the needed prefix:
+every cell costs each later query row a mask test in flash attention, and a rebuild only copies
+the prefix (5-shot MMLU, SmolLM2, 120 requests: 183 evaluated tok/s at 32, 145 at 512)."""
 
 def cpu_kernels() -> str:
     """The instruction sets the loaded llama.cpp build computes with, as it prints them
@@ -100,9 +106,10 @@ class PackedScorer:
       order: cells are never freed one by one (a freed hole would be refilled out of order); a
       finished request's cells pass to a retired sequence that nobody attends to, and when those
       exceed SLACK the cache is rebuilt, restoring only the needed prefix in order;
-    - every batch has exactly `size` tokens (padding by a filler sequence) and a multiple of 4
-      logits rows, so every matrix product takes the same kernel for every row (ggml multiplies
-      a single column, or the rows left over from blocks of 4, with other kernels).
+    - batches have `size` tokens (generation steps: the active sequences, at least MIN_SHAPE),
+      padded by a filler sequence to a multiple of 4, with a multiple of 4 logits rows, so every
+      matrix product takes the same kernel for every row (ggml multiplies a single column, or the
+      rows left over from blocks of 4, with other kernels).
     """
 
     def __init__(self, lib, model, n_vocab: int, n_ctx: int, threads: int, size: int = PACK,
@@ -154,7 +161,7 @@ class PackedScorer:
             bt.token[k], bt.pos[k], bt.n_seq_id[k], bt.logits[k] = tok, pos, len(sids), want
             for m, sid in enumerate(sids):
                 bt.seq_id[k][m] = sid
-        shape = -(-max(shape, len(entries), 4) // 4) * 4
+        shape = -(-max(shape, len(entries), MIN_SHAPE) // 4) * 4
         for k in range(len(entries), shape):  # the filler: its own sequence, never read
             bt.token[k], bt.pos[k], bt.n_seq_id[k], bt.logits[k] = 0, k - len(entries), 1, False
             bt.seq_id[k][0] = self.filler
@@ -237,8 +244,8 @@ class PackedScorer:
 class LlamaCppBackend:
     def __init__(self, cfg: ModelConfig, weights: Path, sha256: str):
         self.cfg, self.sha256 = cfg, sha256
-        threads = cores.reserve(cfg.n_threads, cache_dir() / "cores")  # never more threads than free cores
-        self.threads = threads
+        self.cores = cores.Reservation(cfg.n_threads)  # never more threads than free cores
+        threads = self.threads = self.cores.threads
         llama_cpp_lib = self.lib = engine.load()
         self.llm = llama_cpp_lib.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
                                        n_threads=threads, n_threads_batch=threads, logits_all=False,
@@ -431,7 +438,7 @@ class LlamaCppBackend:
         while active := [k for k in range(len(jobs)) if not state[k]["done"]]:
             entries = [(state[k]["out"][-1], len(jobs[k].tokens) + len(state[k]["out"]) - 1, [packer.seq[k]], True)
                        for k in active]
-            out, block = packer._decode(entries, packer.size)
+            out, block = packer._decode(entries, 0)  # as few filler tokens as the shape rules allow
             lp, _, top = _log_softmax_at(block, [-1] * len(out), self.threads)
             for k, x, t in zip(active, lp, top):  # active tokens come first, in order
                 state[k]["evaluated"] += 1
