@@ -1,11 +1,11 @@
 """Where the infer stage's time goes, and how much prefix reuse could save at best.
 
 1. py-spy (native frames) samples the infer loop on HellaSwag with prefix reuse off, per model:
-   the share of samples inside llama.cpp's decode, inside the float64 log-softmax over the
-   vocabulary that scoring needs, and elsewhere.
+   the share of samples inside llama.cpp's decode, inside the log-softmax over the vocabulary
+   that scoring needs (the engine's kernel), and elsewhere.
 2. The ideal prefix-reuse ratio: tokens evaluated if every request reused its longest common
-   token prefix with the previous one (no chunk grid), over the naive sum; beside it the ratio
-   bench/prefix_reuse.py measures with the 16-token grid.
+   token prefix with the previous one, over the naive sum (bench/infer_throughput.py compares
+   the packed path's count with it).
 
     python bench/profile_infer.py [--instances 30] [--models ...]
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import preamble, write_section  # noqa: E402
 from workload import backend, requests, run_config, timed_infer  # noqa: E402
 
-FRAMES = {"llama.cpp decode": "llama_decode", "log-softmax (numpy, float64)": "_log_softmax_at"}
+FRAMES = {"llama.cpp decode": "llama_decode", "log-softmax (the engine's kernel)": "_log_softmax_at"}
 
 
 def infer_once(model: str, scenario: str, n: int) -> None:

@@ -51,7 +51,10 @@ def llama_server(gguf: Path, alias: str, api_key: str | None = None, log: Path |
     """`python -m llama_cpp.server` on a free loopback port; yields its base URL (…/v1)."""
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--logits_all", "true", "--seed", "0"]
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--logits_all", "true", "--seed", "0",
+           # the embedded backend's attention kernel (flash attention, per-row below 64 rows), so a
+           # served answer differs from the embedded one only by how tokens are batched
+           "--flash_attn", "true", "--n_batch", "60", "--n_ubatch", "60"]
     if api_key:
         cmd += ["--api_key", api_key]
     out = open(log, "wb") if log else subprocess.DEVNULL
