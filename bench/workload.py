@@ -15,6 +15,7 @@ import pandas as pd
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
 from evaltrail.config import RunConfig, run_from_conf
+from evaltrail.metrics import word_lists
 from evaltrail.models import identity, load_backend
 from evaltrail.models.cache import RequestCache
 from evaltrail.models.infer import run_requests
@@ -38,7 +39,8 @@ def requests(run: RunConfig, scenario: str, n: int | None) -> pd.DataFrame:
     loader = get_scenario(scenario)
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp)
-        fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg), raw, cache_dir(), scenario)
+        fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, word_lists(cfg.metrics)), raw, cache_dir(),
+                  scenario)
         splits = loader.load(cfg, raw)
         pairs = get_adapter(cfg.method).build(cfg, run, splits, {})
     return prompts_table(pairs).to_pandas()
