@@ -41,7 +41,7 @@ class Reservation:
         if not _users:
             _take(want, lock_dir)
         _users += 1
-        self.threads = max(1, min(len(_held) or 1, want or len(_held) or 1))
+        self.threads = min(len(_held), want or len(_held)) or 1  # no free core: one thread
         self._live = True
 
     def release(self) -> None:

@@ -175,8 +175,7 @@ class PackedScorer:
         if lib.llama_decode(self.ctx, bt) != 0:
             raise EvaltrailError("llama_decode failed in the packed context (KV cache full?)")
         self.top += shape
-        lib.llama_memory_seq_cp(self.mem, self.filler, self.retired, -1, -1)
-        lib.llama_memory_seq_rm(self.mem, self.filler, -1, -1)
+        self._retire(self.filler)
         block = np.ctypeslib.as_array(lib.llama_get_logits(self.ctx), shape=(len(out), self.n_vocab)) if out else None
         return out, block
 
@@ -340,13 +339,10 @@ class LlamaCppBackend:
             if i < len(lls):
                 yield i, self._ll_answer(jobs[i][1], lps, greedy, evaluated, seconds)
                 continue
-            _, max_tokens, stop = gens[i - len(lls)]
-            out = [] if not max_tokens or tops[0] == self.eos else [int(tops[0])]
-            text = self.llm.detokenize(out).decode("utf-8", errors="replace")
-            hit = min((text.index(s) for s in stop if s and s in text), default=None)
-            yield i, {**jobs[i][1], "text": text if hit is None else text[:hit],
-                      "logprob": float(lps[0]) if out else 0.0, "is_greedy": True,
-                      "token_logprobs": [float(lps[0])] if out else [], "num_output_tokens": len(out),
+            st = self._new_generation()
+            self._step(st, int(tops[0]), float(lps[0]), *gens[i - len(lls)][1:])
+            yield i, {**jobs[i][1], "text": st["text"], "logprob": float(sum(st["lps"])), "is_greedy": True,
+                      "token_logprobs": st["lps"], "num_output_tokens": len(st["out"]),
                       "num_evaluated_tokens": evaluated, "runtime_s": seconds}
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
@@ -395,6 +391,23 @@ class LlamaCppBackend:
         tokens, dropped = self._fit(self._tokens(source, special=rendered is not None), max_tokens)
         return tokens, dropped, rendered
 
+    @staticmethod
+    def _new_generation() -> dict:
+        return {"out": [], "lps": [], "text": "", "done": False}
+
+    def _step(self, st: dict, tok: int, lp: float, max_tokens: int | None, stop: list[str]) -> None:
+        """Take greedy token `tok` into generation `st`: EOS, the token budget or a stop string
+        ends it (the text is cut at the stop string)."""
+        if tok == self.eos or len(st["out"]) >= (max_tokens or 0):
+            st["done"] = True
+            return
+        st["out"].append(tok)
+        st["lps"].append(lp)
+        text = self.llm.detokenize(st["out"]).decode("utf-8", errors="replace")
+        hit = min((text.index(s) for s in stop if s and s in text), default=None)
+        st["text"] = text if hit is None else text[:hit]
+        st["done"] = hit is not None or len(st["out"]) >= max_tokens
+
     def generate_many(self, items: list[tuple[str, int, list[str]]]):
         """Yield (index into items, answer) for (prompt, max_tokens, stop) triples: greedy
         continuations decoded together, one sequence each, in waves of up to PACK prompts (shared
@@ -421,20 +434,11 @@ class LlamaCppBackend:
         state: dict[int, dict] = {}
 
         def step(k: int, tok: int, lp: float) -> None:
-            st, (_, max_tokens, stop) = state[k], items[wave[k]]
-            if tok == self.eos or len(st["out"]) >= max_tokens:
-                st["done"] = True
-                return
-            st["out"].append(tok)
-            st["lps"].append(lp)
-            text = self.llm.detokenize(st["out"]).decode("utf-8", errors="replace")
-            hit = min((text.index(s) for s in stop if s and s in text), default=None)
-            st["text"] = text if hit is None else text[:hit]
-            st["done"] = hit is not None or len(st["out"]) >= max_tokens
+            self._step(state[k], tok, lp, *items[wave[k]][1:])
 
         for k, lps, _, evaluated, _, tops in packer.run(jobs, self.cfg.prefix_reuse, keep=True):
-            state[k] = {"out": [], "lps": [], "text": "", "done": False, "evaluated": evaluated}
-            step(k, tops[0], float(lps[0]))
+            state[k] = {**self._new_generation(), "evaluated": evaluated}
+            step(k, int(tops[0]), float(lps[0]))
         while active := [k for k in range(len(jobs)) if not state[k]["done"]]:
             entries = [(state[k]["out"][-1], len(jobs[k].tokens) + len(state[k]["out"]) - 1, [packer.seq[k]], True)
                        for k in active]
