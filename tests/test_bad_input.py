@@ -58,6 +58,27 @@ CASES = {
     "context window too small": (
         lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_ctx=16)),
         ["infer.py", "hellaswag", SMOLLM], rf"model.{SMOLLM}.n_ctx=16 cannot hold a \d+-token continuation.*; raise it"),
+    # names and knobs are refused while params.yaml is read (config.py), before a stage writes anything
+    "model key is a path": (
+        lambda ws: edit_params(ws, lambda p: p["model"].update({"../../../victim": p["model"][SMOLLM]})),
+        ["fetch_model.py", "../../../victim"],
+        r"params.yaml: model key '\.\./\.\./\.\./victim' is not a snake_case identifier .*; rename it"),
+    "negative max_eval_instances": (
+        lambda ws: edit_params(ws, lambda p: p.update(max_eval_instances=-1)),
+        ["prepare.py", "hellaswag"], r"params.yaml: max_eval_instances: -1; expected null or an integer >= 1"),
+    "seed not an integer": (
+        lambda ws: edit_params(ws, lambda p: p.update(seed="abc")),
+        ["score.py", "hellaswag", SMOLLM], r"params.yaml: seed: 'abc'; expected an integer >= 0"),
+    "zero n_batch": (
+        lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_batch=0)),
+        ["fetch_model.py", SMOLLM], rf"params.yaml: model.{SMOLLM}.n_batch: 0; expected null or an integer >= 1"),
+    "negative num_shots": (
+        lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"].update(num_shots=-3)),
+        ["infer.py", "hellaswag", SMOLLM], r"params.yaml: scenario.hellaswag.num_shots: -3; expected an integer >= 0"),
+    "n_ctx not an integer": (
+        lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_ctx="big")),
+        ["infer.py", "hellaswag", SMOLLM],
+        rf"params.yaml: model.{SMOLLM}.n_ctx: 'big'; expected null or an integer >= 1"),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -59,3 +60,33 @@ def test_cli_prints_ratings_and_writes_json(tmp_path, capsys):
     assert [r["model"] for r in saved["ratings"]][0] == "alpha" and saved["samples"] == 50
     assert main(["ratings", str(log), "--anchor", "nobody"]) == 1
     assert "--anchor 'nobody': not a model of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("log.jsonl", b'{"model_a": "a", "model_b": "b", "winner": "a"}\n{"model_a": "caf\xe9"}\n',
+     r"log\.jsonl:2: not UTF-8 text \(byte 64\); re-encode the log as UTF-8"),
+    ("log.json", b'[{"model_a": "a",\n  "model_b" "b"}]\n',
+     r"log\.json:2: not valid JSON \(Expecting ':' delimiter, column 13\)"),
+    ("log.jsonl", b'{"model_a": "a", "model_b": "b", "winner": "a"}\n{"model_a": \n',
+     r"log\.jsonl:2: not a JSON object \(Expecting value\); one battle per line"),
+    ("log.csv", b'model_a,model_b,winner\na,b,a\n"c,d\n', r"log\.csv: not valid CSV \(.*\)"),
+    ("log.csv", b"", r"log\.csv: not valid CSV \(No columns to parse from file\)")],
+    ids=["non-utf8", "bad-json", "bad-jsonl-line", "bad-csv", "empty-csv"])
+def test_cli_refuses_an_unreadable_log_in_one_line(tmp_path, capsys, name, data, message):
+    log = tmp_path / name
+    log.write_bytes(data)
+    assert main(["ratings", str(log), "--out", str(tmp_path / "r.json")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and re.fullmatch(rf"error: {re.escape(str(tmp_path))}/{message}", err[0]), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no ratings written
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--samples", "0", "--samples 0: expected at least 1 bootstrap round"),
+    ("--samples", "-5", "--samples -5: expected at least 1 bootstrap round"),
+    ("--seed", "-1", "--seed -1: expected an integer >= 0")])
+def test_cli_refuses_bad_samples_or_seed_in_one_line(tmp_path, capsys, flag, value, message):
+    log = write(tmp_path / "log.jsonl", LOG)
+    assert main(["ratings", str(log), flag, value, "--out", str(tmp_path / "r.json")]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"error: {message}"]
+    assert not (tmp_path / "r.json").exists()

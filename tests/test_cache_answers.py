@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,11 +13,12 @@ import yaml
 
 from evaltrail.cli import main
 from evaltrail.config import load_params
+from evaltrail.errors import EvaltrailError
 from evaltrail.hashing import canonical_json
 from evaltrail.io import write_json, write_parquet
 from evaltrail.models.answers import (ANSWERS_SCHEMA, ImportResult, export_answers, import_answers, local_identity,
                                       read_answers)
-from evaltrail.models.cache import RequestCache, cache_key
+from evaltrail.models.cache import RequestCache, cache_key, checksum
 from evaltrail.models.infer import _CONTENT, _content, run_requests
 from evaltrail.paths import cache_dir, model_info_path, prompts_path
 from evaltrail.schema import Reference, make_instance, make_request, prompts_table
@@ -229,3 +231,158 @@ def test_unreadable_input_exits_2_with_one_error_line(repo, tmp_path, capsys, co
     assert main(["cache", "import", str(path)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"error: {path}: {error}")
+
+
+class Answers:
+    """A backend answering each request with _answer(content, seed); it records what it computed."""
+
+    def __init__(self, seed: int):
+        self.seed, self.computed = seed, []
+
+    def map_requests(self, items, call):
+        for key, content in items:
+            self.computed.append(key)
+            yield key, _answer(content, self.seed)
+
+
+def _alpha(run) -> tuple:
+    """alpha's prompts, the local identity, and its request contents by cache key."""
+    prompts, identity = pq.read_table(prompts_path("alpha")).to_pandas(), local_identity(run, "smol")
+    contents = [_content(r) for r in prompts[_CONTENT].itertuples(index=False)]
+    return prompts, identity, {cache_key(identity, c): c for c in contents}
+
+
+def _rows(path) -> dict[str, tuple]:
+    with sqlite3.connect(path) as db:
+        return {k: (v, c) for k, v, c in db.execute("SELECT key, value, checksum FROM completions")}
+
+
+def test_unsound_rows_are_recomputed_with_one_warning_naming_the_cache(repo, capsys):
+    """A generation without text and an empty row (legacy: no checksum) fail the schema check, an
+    edited row its checksum: those three are recomputed; a sound legacy row is served as it is."""
+    run, cache = repo
+    prompts, identity, requests = _alpha(run)
+    gens = sorted(k for k, c in requests.items() if c["method"] == "generate")
+    lls = sorted(k for k, c in requests.items() if c["method"] == "loglikelihood")
+    stored = cache.get_many([gens[0], lls[0]])
+    with sqlite3.connect(cache.path) as db:
+        db.execute("UPDATE completions SET value = ?, checksum = NULL WHERE key = ?",
+                   (json.dumps({**stored[gens[0]], "text": None}), gens[0]))
+        db.execute("UPDATE completions SET value = '{}', checksum = NULL WHERE key = ?", (gens[1],))
+        db.execute("UPDATE completions SET value = ? WHERE key = ?",  # checksum kept: an edit
+                   (json.dumps({**stored[lls[0]], "logprob": 0.0}), lls[0]))
+        db.execute("UPDATE completions SET checksum = NULL WHERE key = ?", (lls[1],))  # sound legacy row
+    legacy = _rows(cache.path)[lls[1]]
+    capsys.readouterr()
+
+    backend = Answers(seed=7)
+    _, computed = run_requests(prompts, identity, cache, lambda: backend)
+    [line] = [l for l in capsys.readouterr().err.splitlines() if l and not l.startswith("infer:")]  # tqdm aside
+    head = f"warning: {cache.path}: 3 cached answer(s) failed their check ("
+    tail = "); not served (infer recomputes them)"
+    assert line.startswith(head) and line.endswith(tail)
+    assert set(line[len(head):-len(tail)].split("; ")) == {
+        "1 a generation without text", "1 no 'text'", "1 edited since written (checksum mismatch)"}
+    assert computed == 3 and sorted(backend.computed) == sorted([gens[0], gens[1], lls[0]])
+    rows = _rows(cache.path)
+    for key in backend.computed:  # replaced by the recomputed answer, with its checksum
+        value, digest = rows[key]
+        assert json.loads(value) == _answer(requests[key], 7) and digest == checksum(key, value)
+    assert rows[lls[1]] == legacy  # served, not rewritten
+    assert run_requests(prompts, identity, cache, never)[1] == 0 and "warning" not in capsys.readouterr().err
+
+
+# The statements of the request cache before checksums (evaltrail 83545cc): a database this code
+# has opened must keep working for a run of that code still going on the same machine.
+OLD_TABLE = "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+OLD_PUT = "INSERT OR REPLACE INTO completions (key, value) VALUES (?, ?)"
+OLD_ADD = "INSERT INTO completions (key, value) VALUES (?, ?)"
+OLD_GET = "SELECT key, value FROM completions WHERE key IN (?)"
+
+
+def never():
+    raise AssertionError("a model was loaded: a cached answer was not served")
+
+
+def test_an_old_database_is_served_and_old_code_keeps_writing_it(repo, tmp_path):
+    run, _ = repo
+    prompts, identity, requests = _alpha(run)
+    keys = sorted(requests)
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path, timeout=60, isolation_level=None)  # the old code's connection, kept open
+    old.execute("PRAGMA journal_mode=WAL")
+    old.execute(OLD_TABLE)
+    for key in keys[:-1]:
+        old.execute(OLD_PUT, (key, json.dumps(_answer(requests[key], 1))))
+
+    new = RequestCache(path)  # adds the checksum column; the old rows are legacy rows
+    assert "checksum" in {c[1] for c in old.execute("PRAGMA table_info(completions)")}
+    assert new.get_many(keys[:-1]) == {k: _answer(requests[k], 1) for k in keys[:-1]}
+    assert new.put(keys[-1], _answer(requests[keys[-1]], 2), requests[keys[-1]]) == _answer(requests[keys[-1]], 2)
+
+    old.execute(OLD_ADD, ("k-old-add", json.dumps(_answer(requests[keys[0]], 3))))
+    old.execute(OLD_PUT, (keys[-1], json.dumps(_answer(requests[keys[-1]], 4))))  # old code: last writer wins
+    assert json.loads(old.execute(OLD_GET, (keys[-1],)).fetchone()[1]) == _answer(requests[keys[-1]], 4)
+    rows = _rows(path)
+    assert rows[keys[-1]][1] is None and rows["k-old-add"][1] is None  # written by old code: legacy rows
+    table, computed = run_requests(prompts, identity, new, never)
+    assert computed == 0 and table.num_rows == len(prompts)
+    old.close()
+
+
+@pytest.mark.parametrize("damage, detail", [
+    (lambda data: b"not a database, just bytes" * 200, "file is not a database"),
+    (lambda data: data[:len(data) // 2], "database disk image is malformed"),
+    (lambda data: b"", "a 0-byte file")], ids=["bad-header", "truncated", "empty"])
+def test_a_damaged_cache_stops_with_one_line_naming_it_and_the_fix(repo, tmp_path, capsys, damage, detail):
+    _, cache = repo
+    for i in range(300):  # pages enough that half of the file is missing some
+        cache.put(f"filler-{i}", _answer({"method": "generate"}, i))
+    cache.close()
+    path = cache.path
+    path.write_bytes(damaged := damage(path.read_bytes()))
+    assert main(["cache", "export", "--out", str(tmp_path / "a.parquet")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"error: {path}: not a readable request cache ({detail}); move it away (mv {path} {path}.broken) "
+                    f"and re-run to recompute its answers, or rebuild it with `evaltrail cache import` of an "
+                    f"`evaltrail cache export` file")
+    assert path.read_bytes() == damaged  # left as it was, for the user to move
+
+
+def test_a_new_cache_is_never_an_empty_file(tmp_path):
+    path = tmp_path / "new" / "requests.sqlite"
+    RequestCache(path).close()
+    assert path.stat().st_size > 0 and [p.name for p in path.parent.iterdir()] == ["requests.sqlite"]
+    assert RequestCache(path).get_many(["k"]) == {}  # reopened: a valid empty cache
+
+
+def test_two_runs_sharing_a_cache_commit_the_first_writers_answers(repo, tmp_path):
+    """Both runs compute every request; the one that stores second goes on with the stored
+    answers, not its own, so both clones' completions equal what the cache holds."""
+    run, _ = repo
+    prompts, identity, requests = _alpha(run)
+    shared = tmp_path / "shared.sqlite"
+    first, second = RequestCache(shared), RequestCache(shared)
+    theirs = {}
+
+    class Racing(Answers):
+        """Computes while the other run finishes the same requests and stores them first."""
+
+        def map_requests(self, items, call):
+            theirs["table"], _ = run_requests(prompts, identity, first, lambda: Answers(seed=1))
+            yield from super().map_requests(items, call)
+
+    mine, computed = run_requests(prompts, identity, second, lambda: Racing(seed=2))
+    assert computed == len(requests) == 7
+    assert mine.equals(theirs["table"])
+    assert {k: json.loads(v) for k, (v, _) in _rows(shared).items()} == {
+        k: _answer(c, 1) for k, c in requests.items()}
+    assert run_requests(prompts, identity, RequestCache(shared), never)[0].equals(mine)
+
+
+def test_an_answer_that_is_not_a_completion_is_never_cached(tmp_path):
+    cache = RequestCache(tmp_path / "r.sqlite")
+    with pytest.raises(EvaltrailError, match=r"r\.sqlite: an answer to store is not a completion \(no 'text'\); "
+                                             r"not cached$"):
+        cache.put("k", {}, {"method": "generate"})
+    assert _rows(cache.path) == {}

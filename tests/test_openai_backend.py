@@ -16,13 +16,13 @@ from evaltrail.config import ModelConfig, RunConfig
 from evaltrail.errors import EvaltrailError
 from evaltrail.metrics.scoring import score_frame
 from evaltrail.models import identity, load_backend, model_identity, open_model
-from evaltrail.models.cache import RequestCache
+from evaltrail.models.cache import RequestCache, cache_key
 from evaltrail.models.infer import run_requests
-from evaltrail.models.openai import probe
+from evaltrail.models.openai import REVISION, probe
 from evaltrail.scenarios import get_scenario
 from evaltrail.schema import prompts_table
 
-from .servers import FaultProxy, llama_server
+from .servers import FaultProxy, free_port, llama_server
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
                                 reason="llama-cpp-python[server] is not installed (the test extra installs it)")
@@ -174,3 +174,48 @@ def test_documents_cannot_be_scored_through_echo(smol_server):
     backend = open_model(cfg, None, probe(cfg))
     with pytest.raises(EvaltrailError, match="openai cannot score whole documents"):
         backend.loglikelihood_rolling("Some text.")
+
+
+# Without a server: what the client decides before (or instead of) sending anything.
+INFO = {"served": {"id": "smollm2", "owned_by": "me"}, "sha256": "e" * 64}
+REQUEST = {"method": "generate", "prompt": "Q: 2+2?\nA:", "continuation": None, "max_tokens": 4, "stop": ["\n"]}
+
+
+def _key(**server) -> str:
+    return cache_key(model_identity(served("http://127.0.0.1:1/v1", "smollm2", **server), INFO), REQUEST)
+
+
+def test_every_request_setting_is_in_the_cache_key():
+    """Configs that differ only in extra_body send different requests: never one cache entry. An
+    empty extra_body keeps the key answers were cached under before it was keyed."""
+    bodies = [{"repeat_penalty": 1.0}, {"repeat_penalty": 1.1}, {"repeat_penalty": 1.0, "top_k": 1},
+              {"repeat_penalty": 1.0, "logit_bias": {"15": -100}}, {}]
+    assert len({_key(extra_body=b) for b in bodies}) == len(bodies)
+    assert _key(extra_body={"top_k": 1, "repeat_penalty": 1.0}) == _key(extra_body={"repeat_penalty": 1.0, "top_k": 1})
+    assert _key(extra_body=EXTRA, concurrency=8, timeout_s=5.0, max_retries=0) == _key(extra_body=EXTRA)  # no effect
+    before = {"backend": "openai", "revision": REVISION, "served": INFO["served"], "sha256": INFO["sha256"]}
+    assert _key(extra_body={}) == cache_key(before, REQUEST)
+
+
+@pytest.mark.parametrize("value", ["sk-abc123def456ghi789jkl0", "hf_AbCdEfGh1234567890IjKlMn",
+                                   "3f9a2c7e1b4d6f8a0c2e4a6b8d0f1a3c", "Bearer abc"])
+def test_a_key_in_api_key_env_is_refused_without_echoing_it(value):
+    with pytest.raises(EvaltrailError) as err:
+        probe(served("http://127.0.0.1:1/v1", "smollm2", api_key_env=value))
+    assert str(err.value) == ("params.yaml: model.served.server.api_key_env: looks like an API key, not an environment "
+                              "variable NAME; put the key in an environment variable and name that variable here")
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "AZURE_OPENAI_API_KEY_2", "my_service_token_v2_prod"])
+def test_an_environment_variable_name_is_read(name, monkeypatch):
+    monkeypatch.delenv(name, raising=False)
+    with pytest.raises(EvaltrailError, match=f"api_key_env: environment variable {name} is not set; export it"):
+        probe(served("http://127.0.0.1:1/v1", "smollm2", api_key_env=name))
+
+
+def test_credentials_in_base_url_are_never_shown():
+    url = f"http://user:secret@127.0.0.1:{free_port()}/v1"  # nothing listens: the retry budget is spent
+    with pytest.raises(EvaltrailError) as err:
+        probe(served(url, "smollm2", max_retries=0))
+    assert "secret" not in str(err.value) and "user" not in str(err.value)
+    assert f"http://***@127.0.0.1:{url.rsplit(':', 1)[1]}/models still failing after 0 retries" in str(err.value)

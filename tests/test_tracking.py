@@ -40,6 +40,35 @@ def test_one_run_per_unchanged_cell(store, tmp_path):
 def test_credentials_never_shown():
     assert shown_uri("https://user:secret@mlflow.example/") == "https://***@mlflow.example/"
     assert shown_uri("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
+    assert shown_uri("https://host/v1?api_key=s3cr3t&n=1&access_token=t0k#x") == \
+        "https://host/v1?api_key=***&n=1&access_token=***#x"
+
+
+def test_a_served_models_url_is_logged_without_credentials(store):
+    url = "https://user:secret@llm.example/v1?key=k3y"
+    config = {"seed": 0, "model": {"backend": "openai", "server": {"base_url": url, "extra_body": {"top_k": 1}}}}
+    summary = {"main_metric": "acc", "metrics": {"acc": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 9}}}
+    run_id, _ = log_cell("exp", "s/served", config, summary, {"evaltrail.model_sha256": "e" * 64}, [])
+    run = mlflow.get_run(run_id)
+    assert run.data.params["model.server.base_url"] == "https://***@llm.example/v1?key=***"
+    logged = mlflow.artifacts.load_dict(f"{run.info.artifact_uri}/config.json")
+    assert logged["model"]["server"] == {"base_url": "https://***@llm.example/v1?key=***", "extra_body": {"top_k": 1}}
+    assert "secret" not in repr(run.data) and "k3y" not in repr(run.data)
+    assert config["model"]["server"]["base_url"] == url  # the caller's config is left as it was
+
+
+def test_a_served_models_run_says_its_weights_are_unverified(in_tmp):
+    from evaltrail.io import write_json
+    from evaltrail.paths import model_info_path, sources_json
+    from evaltrail.tracking.lineage import cell_tags
+
+    write_json(sources_json("s"), [])
+    write_json(model_info_path("served"), {"backend": "openai", "sha256": "e" * 64,
+                                           "sha256_of": "served (the server's identity; no weights)"})
+    write_json(model_info_path("local"), {"backend": "llama_cpp", "sha256": "f" * 64})
+    tags = {m: cell_tags({}, "s", m, {"model_sha256": "e" * 64}, "abc") for m in ("served", "local")}
+    assert tags["served"]["evaltrail.model_sha256_of"] == "served (the server's identity; no weights)"
+    assert "evaltrail.model_sha256_of" not in tags["local"]  # weights hashed by the client: tags as before
 
 
 def test_cells_nest_under_the_aggregate_run(store, tmp_path):

@@ -21,10 +21,20 @@ def conf_names(conf: str | Path) -> list[str]:
     return sorted(p.stem for p in (Path(conf) / "scenario").glob("*.yaml"))
 
 
-def catalog_rows(conf: str | Path = "conf") -> list[dict]:
+def catalog_rows(conf: str | Path = "conf", problems: list[str] | None = None) -> list[dict]:
+    """One row per scenario conf. With `problems`, a conf that does not load adds its one-line
+    error there and the others are still listed (one bad file should not hide the catalogue);
+    without, the first bad conf raises."""
     rows = []
     for name in conf_names(conf):
-        cfg = scenario_from_conf(name, conf)
+        try:
+            cfg = scenario_from_conf(name, conf)
+        except EvaltrailError as exc:
+            if problems is None:
+                raise
+            if str(exc) not in problems:  # a bad conf/config.yaml fails every scenario alike: say it once
+                problems.append(str(exc))
+            continue
         tax = cfg.taxonomy or {}
         rows.append({"name": name, "task": tax.get("task", ""), "domain": tax.get("domain", ""),
                      "language": tax.get("language", ""), "method": cfg.method,

@@ -67,8 +67,11 @@ def _validate(args) -> int:
 def _scenarios(args) -> int:
     from .catalog import catalog_rows, format_table
 
-    print(format_table(catalog_rows(args.conf)))
-    return 0
+    problems: list[str] = []
+    print(format_table(catalog_rows(args.conf, problems)))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0  # the good ones are listed, but a bad conf still fails CI
 
 
 def _scenario_check(args) -> int:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import re
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +19,52 @@ from .errors import EvaltrailError
 from .sources import expand
 
 PARAMS_FILE = "params.yaml"
+
+IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+"""Scenario, model, suite, judge and RAG names become paths (data/raw/<scenario>/, models/<model>/,
+stage names), so only snake_case: no name can reach outside its directory."""
+IDENTIFIER_TEXT = "a snake_case identifier ([a-z][a-z0-9_]*)"
+
+
+def identifier(name: Any, what: str, where: str) -> str:
+    if not (isinstance(name, str) and IDENTIFIER.fullmatch(name)):
+        raise EvaltrailError(f"{where}: {what} {name!r} is not {IDENTIFIER_TEXT}; rename it")
+    return name
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a config field accepts beyond its annotated type; `build` checks both, so every
+    params.yaml and conf load (`evaltrail validate` and each stage) refuses before any disk work."""
+    min: float | None = None
+    """Inclusive lower bound."""
+    above: float | None = None
+    """Exclusive lower bound."""
+    max: float | None = None
+    """Inclusive upper bound."""
+    identifier: bool = False
+    """The string names a path component (see IDENTIFIER)."""
+
+    def admits(self, value: Any) -> bool:
+        if value is None:  # the annotation decides whether null is allowed
+            return True
+        if self.identifier:
+            return bool(IDENTIFIER.fullmatch(value))
+        return ((self.min is None or value >= self.min) and (self.above is None or value > self.above)
+                and (self.max is None or value <= self.max))
+
+    def describe(self) -> str:
+        if self.identifier:
+            return f" ({IDENTIFIER_TEXT})"
+        if self.min is not None and self.max is not None:
+            return f" in [{self.min}, {self.max}]"
+        bounds = [f"{op} {b}" for op, b in ((">=", self.min), (">", self.above), ("<=", self.max)) if b is not None]
+        return " " + " and ".join(bounds) if bounds else ""
+
+
+def knob(default: Any = dataclasses.MISSING, **rule) -> Any:
+    """A dataclass field with a Rule (keyword arguments of Rule) in its metadata."""
+    return field(default=default, metadata={"rule": Rule(**rule)})
 
 
 @dataclass(frozen=True)
@@ -30,13 +81,13 @@ class ScenarioConfig:
     """The leaderboard's number for this scenario (null: none yet, e.g. toxicity before its metrics)."""
     sources: list[dict]
     """Pinned source files (see evaltrail.sources)."""
-    num_shots: int = 0
+    num_shots: int = knob(0, min=0)
     """In-context examples per prompt."""
     train_split: str | None = None
     """Split the in-context examples are drawn from."""
     sample_group: str | None = None
     """Metadata key: max_eval_instances then applies per group (e.g. per MMLU subject)."""
-    max_eval_instances: int | None = None
+    max_eval_instances: int | None = knob(None, min=1)
     """Overrides the run-level max_eval_instances for this scenario."""
     instructions: str | None = None
     """Prompt header; {field} placeholders are filled from instance metadata."""
@@ -44,17 +95,17 @@ class ScenarioConfig:
     """Label before each input in the prompt (e.g. "Question"); None: the input stands alone."""
     output_noun: str | None = None
     """Label before each answer (e.g. "Answer"); None: the answer follows a space."""
-    max_tokens: int | None = None
+    max_tokens: int | None = knob(None, min=1)
     """Generation length limit."""
     stop: list[str] = field(default_factory=list)
     """Generation stop sequences."""
-    num_train_trials: int = 1
+    num_train_trials: int = knob(1, min=1)
     """Independent few-shot example sets; each is a `trial` in the artifacts."""
     calibration_prompt: str | None = None
     """Separate MC, calibrated: also score each option after this bare prompt and subtract."""
     partial: bool = False
     """Separate MC, fill-in-the-blank ("_" in the input): score the text after the blank."""
-    max_malformed: int = 0
+    max_malformed: int = knob(0, min=0)
     """Raw rows that may be skipped as malformed (each reported with file:line); more fail the stage."""
     description: str | None = None
     """One line on what the scenario measures."""
@@ -79,15 +130,15 @@ class ModelConfig:
     """llama_cpp (embedded GGUF) | openai (any OpenAI-compatible server) | hf (local transformers directory)."""
     weights: dict | None = None
     """llama_cpp: sha256 of the whole file, license, and the parts it is assembled from."""
-    n_ctx: int | None = None
+    n_ctx: int | None = knob(None, min=1)
     """llama_cpp: context window in tokens."""
-    n_batch: int | None = None
+    n_batch: int | None = knob(None, min=1)
     """llama_cpp: prompt tokens per decode call."""
     server: dict | None = None
     """openai: base_url, model, api_key_env, concurrency, timeout_s, max_retries (models.openai.ServerConfig)."""
     hf: dict | None = None
     """hf: path of a local transformers directory, dtype, max_length (models.hf.HFConfig)."""
-    n_threads: int | None = None
+    n_threads: int | None = knob(None, min=1)
     """CPU threads; None means all cores."""
     prefix_reuse: bool = True
     """Reuse the KV cache of a shared, grid-aligned token prefix (bit-identical results); false
@@ -108,19 +159,19 @@ class BattleConfig:
     """Judge prompt with {instruction}, {first}, {second} (evaltrail.judge.pairwise.JudgePrompt)."""
     labels: dict
     """Verdict labels the judge may answer -> first / second / tie."""
-    max_tokens: int
+    max_tokens: int = knob(min=1)
     """Generation budget of one verdict."""
     stop: list[str]
     """Stop sequences of a verdict."""
     method: str = "generate"
     """generate: the judge writes a label; logprob: each label's logprob is read (JudgePrompt.method)."""
-    tie_margin: float = 0.0
+    tie_margin: float = knob(0.0, min=0)
     """logprob: a summed margin at most this far from 0 is a tie."""
     contestants: list[str] | None = None
     """Models whose answers battle; None: every model of the run."""
-    max_answer_chars: int | None = None
+    max_answer_chars: int | None = knob(None, min=1)
     """Each answer is cut to this many characters in the judge prompt (fits a small judge's window)."""
-    penalty_C: float | None = None
+    penalty_C: float | None = knob(None, above=0)
     """None: unpenalized Bradley-Terry MLE; a number: scikit-learn's inverse L2 strength C."""
 
     def models(self, run_models: list[str]) -> list[str]:
@@ -153,11 +204,11 @@ class RagConfig:
     """The yes label (continuation in logprob mode)."""
     no_label: str = "No"
     """The no label."""
-    max_tokens: int = 3
+    max_tokens: int = knob(3, min=1)
     """generate: budget of a yes/no reply."""
-    question_max_tokens: int = 32
+    question_max_tokens: int = knob(32, min=1)
     """Budget of the generated question."""
-    embedding: str = "embedding"
+    embedding: str = knob("embedding", identifier=True)
     """Directory under data/raw/<scenario>/ holding the sentence-embedding model's pinned files."""
 
     def __post_init__(self):
@@ -172,9 +223,12 @@ class RagConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    seed: int
-    max_eval_instances: int | None
-    bootstrap_samples: int
+    seed: int = knob(min=0)
+    """Seeds sampling, few-shot draws and bootstrap CIs (numpy takes no negative seed)."""
+    max_eval_instances: int | None = knob(min=1)
+    """Evaluated instances per scenario (per group); null: all."""
+    bootstrap_samples: int = knob(min=1)
+    """Resamples behind every CI (the battle ratings need at least one)."""
     scenarios: list[str]
     models: list[str]
     scenario: dict[str, ScenarioConfig]
@@ -196,8 +250,55 @@ class RunConfig:
     """The pinned llama.cpp build (evaltrail.engine.EngineConfig); None where params.yaml has none."""
 
 
+_NOUNS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping",
+          list: "a list", type(None): "null"}
+_PLURALS = {int: "integers", float: "numbers", str: "strings", dict: "mappings"}
+
+
+def _accepts(tp: Any, value: Any) -> bool:
+    """Whether a YAML value fits a field's annotation; bool is no number here (`true` would count as 1)."""
+    origin, args = typing.get_origin(tp) or tp, typing.get_args(tp)
+    if tp is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts(a, value) for a in args)
+    if tp in (int, float) and isinstance(value, bool):
+        return False
+    if tp is float:  # an integer is a number; NaN and infinities pass no range check
+        return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if not isinstance(value, origin):
+        return False
+    if origin is list and args:
+        return all(_accepts(args[0], v) for v in value)
+    if origin is dict and args:
+        return all(_accepts(args[0], k) and _accepts(args[1], v) for k, v in value.items())
+    return True
+
+
+def _noun(tp: Any) -> str:
+    origin, args = typing.get_origin(tp) or tp, typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(sorted((_noun(a) for a in args), key=lambda n: n != "null"))
+    if origin is list and args and args[0] in _PLURALS:
+        return f"a list of {_PLURALS[args[0]]}"
+    return _NOUNS.get(origin, getattr(origin, "__name__", str(origin)))
+
+
+@functools.cache
+def _fields(cls) -> tuple[tuple[str, Any, Rule], ...]:
+    """(name, resolved annotation, rule) of each field of a config dataclass."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], f.metadata.get("rule", Rule())) for f in dataclasses.fields(cls))
+
+
+def key_of(where: str, key: str) -> str:
+    """`key` below `where`: a file ("params.yaml: seed") or a file and a key ("params.yaml: model.x.n_ctx")."""
+    return f"{where}.{key}" if ": " in where else f"{where}: {key}"
+
+
 def build(cls, data: Any, where: str, **fixed):
-    """Construct dataclass `cls` from a mapping, naming `where` on any bad key."""
+    """Construct dataclass `cls` from a mapping, naming `where` on any bad key, and each value
+    checked against its field's type and Rule."""
     if not isinstance(data, dict):
         raise EvaltrailError(f"{where}: expected a mapping, got {type(data).__name__}")
     names = [f.name for f in dataclasses.fields(cls)]
@@ -206,14 +307,20 @@ def build(cls, data: Any, where: str, **fixed):
         extra = {k: v for k, v in data.items() if k not in names}
         data = {k: v for k, v in data.items() if k in names}
         data["options"] = extra
-    unknown = sorted(set(data) - set(names))
+    unknown = sorted(set(data) - set(names), key=str)
     if unknown:
-        raise EvaltrailError(f"{where}.{unknown[0]}: unknown key; valid keys: {', '.join(n for n in names if n not in fixed)}")
+        raise EvaltrailError(f"{key_of(where, unknown[0])}: unknown key; valid keys: "
+                             f"{', '.join(n for n in names if n not in fixed)}")
     required = [f.name for f in dataclasses.fields(cls)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     missing = [n for n in required if n not in data and n not in fixed]
     if missing:
-        raise EvaltrailError(f"{where}.{missing[0]}: missing required key (see conf/)")
+        raise EvaltrailError(f"{key_of(where, missing[0])}: missing required key (see conf/)")
+    for name, tp, rule in _fields(cls):
+        if name in data and not (_accepts(tp, data[name]) and rule.admits(data[name])):
+            shown = repr(data[name])
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise EvaltrailError(f"{key_of(where, name)}: {shown}; expected {_noun(tp)}{rule.describe()}")
     return cls(**fixed, **data)
 
 
@@ -226,6 +333,12 @@ def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
 
 def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     raw = dict(raw)
+    for group in ("scenario", "model", "battle", "rag"):  # their keys become paths: check before anything else
+        named = raw.get(group) or {}
+        if not isinstance(named, dict):
+            raise EvaltrailError(f"{source}: {group}: expected a mapping of name -> config")
+        for name in named:
+            identifier(name, f"{group} key", source)
     scen = {n: build_scenario(c, f"{source}: scenario.{n}", n)
             for n, c in (raw.pop("scenario", None) or {}).items()}
     for n, c in scen.items():
@@ -271,18 +384,37 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
                              "engine": engine}, source)
 
 
+def yaml_error(exc: yaml.YAMLError | UnicodeDecodeError, path: str | Path, fix: str) -> EvaltrailError:
+    """One line naming the file and line of a YAML problem; the file is yaml's own mark where it
+    has one (Hydra's errors come from whichever conf file a composition read)."""
+    if isinstance(exc, UnicodeDecodeError):  # Hydra's reads say no more than the byte
+        return EvaltrailError(f"{path}: not UTF-8 text (byte {exc.start}); {fix}")
+    mark = getattr(exc, "problem_mark", None)
+    name = mark.name if mark and mark.name and not mark.name.startswith("<") else str(path)
+    try:
+        name = str(Path(name).relative_to(Path.cwd()))  # Hydra reads conf/ by absolute path
+    except ValueError:
+        pass
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return EvaltrailError(f"{name}: not valid YAML{where}: {problem}; {fix}")
+
+
+def read_yaml(path: str | Path, fix: str = "fix it") -> Any:
+    from .io import read_text  # here, not at the top: io imports pyarrow, which no config read needs
+
+    text = read_text(path, fix)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, path, fix) from None
+
+
 def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
     path = Path(path)
     if not path.exists():
         raise EvaltrailError(f"{path}: not found; compose it with `dvc exp run` (or run from the repo root)")
-    with open(path, encoding="utf-8") as f:
-        try:
-            raw = yaml.safe_load(f) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            raise EvaltrailError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}; fix it, or "
-                                 f"recompose it from conf/ with `dvc exp run`") from None
+    raw = read_yaml(path, "fix it, or recompose it from conf/ with `dvc exp run`")
     if not isinstance(raw, dict):
         raise EvaltrailError(f"{path}: expected a mapping at the top, got {type(raw).__name__}; recompose it with `dvc exp run`")
     return parse_params(raw, str(path))
@@ -308,16 +440,21 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
+    where = f"{conf_dir}/scenario/{name}.yaml"
+    identifier(name, "scenario name", where)  # before Hydra turns it into a path
     conf_dir = Path(conf_dir).resolve()
     try:
         with initialize_config_dir(str(conf_dir), version_base=None):
             cfg = compose("config", overrides=["~suite", f"+scenario@scenario.{name}={name}"])
-    except HydraException as exc:
-        raise EvaltrailError(f"{conf_dir}/scenario/{name}.yaml: {str(exc).splitlines()[0]}; valid: "
+        raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise yaml_error(exc, where, "fix it") from None
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise EvaltrailError(f"{where}: {str(exc).splitlines()[0]}; valid: "
                              + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
-    raw = OmegaConf.to_container(cfg.scenario[name], resolve=True)
-    return build_scenario(raw, f"conf/scenario/{name}.yaml", name)
+    return build_scenario(raw, where, name)
 
 
 def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | Path = "conf") -> RunConfig:
@@ -326,12 +463,14 @@ def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | P
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    with initialize_config_dir(str(Path(conf_dir).resolve()), version_base=None):
-        cfg = compose("config", overrides=list(overrides))
+    try:
+        with initialize_config_dir(str(Path(conf_dir).resolve()), version_base=None):
+            cfg = compose("config", overrides=list(overrides))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise yaml_error(exc, conf_dir, "fix it") from None
     return parse_params(OmegaConf.to_container(cfg, resolve=True), f"{conf_dir} composed with {list(overrides)}")
 
 
 def resources_from_conf(conf_dir: str | Path = "conf") -> dict:
     """The run-level pinned word lists (`resources` in conf/config.yaml), for checks and tests."""
-    with open(Path(conf_dir) / "config.yaml", encoding="utf-8") as f:
-        return dict((yaml.safe_load(f) or {}).get("resources") or {})
+    return dict((read_yaml(Path(conf_dir) / "config.yaml") or {}).get("resources") or {})

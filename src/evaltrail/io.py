@@ -67,6 +67,19 @@ def write_parquet(path: str | Path, table: pa.Table, metadata: dict[str, str] | 
                        store_schema=True)
 
 
+def read_text(path: str | Path, fix: str = "re-encode it as UTF-8") -> str:
+    """A text input decoded as UTF-8; anything else is one line naming the file, line and byte
+    (decoded whole, so the byte offset is the file's, not a read buffer's)."""
+    from .errors import EvaltrailError
+
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise EvaltrailError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); {fix}") from None
+
+
 def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 

@@ -7,23 +7,31 @@ A log is JSONL, JSON (a list of records) or CSV with one battle a row: `model_a`
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import EvaltrailError
+from ..io import read_text
 from .ranking import _TIES, ArenaRatings, arena_ratings
 
 COLUMNS = ("model_a", "model_b", "winner")
 
 
 def _records(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "re-encode the log as UTF-8")
     if path.suffix == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False).to_dict(orient="records")
+        try:
+            return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False).to_dict(orient="records")
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise EvaltrailError(f"{path}: not valid CSV ({str(exc).strip().splitlines()[-1]})") from None
     if path.suffix == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EvaltrailError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(data, list):
             raise EvaltrailError(f"{path}: expected a JSON list of battles, got {type(data).__name__}")
         return data
@@ -66,6 +74,10 @@ def read_battle_log(path: str | Path) -> pd.DataFrame:
 
 
 def rate_log(path: str | Path, samples: int, seed: int, anchor: str | None = None) -> ArenaRatings:
+    if samples < 1:  # checked before the log is read: a usage error, not a property of the log
+        raise EvaltrailError(f"--samples {samples}: expected at least 1 bootstrap round")
+    if seed < 0:
+        raise EvaltrailError(f"--seed {seed}: expected an integer >= 0")
     battles = read_battle_log(path)
     if anchor is not None and anchor not in set(battles["model_a"]) | set(battles["model_b"]):
         raise EvaltrailError(f"--anchor {anchor!r}: not a model of {path}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..config import RunConfig, build
+from ..config import RunConfig, build, knob
 from ..errors import EvaltrailError
 
 WHERE = "params.yaml: reproduce"
@@ -24,9 +24,9 @@ class PublishedRow:
     """evaltrail scenarios measured; several are averaged (SmolLM2's "ARC" = mean of easy and challenge)."""
     metric: str
     """evaltrail metric compared with the card's number."""
-    value: float
+    value: float = knob(min=0, max=100)
     """The published number, in points (0-100)."""
-    shots: int
+    shots: int = knob(min=0)
     """In-context examples the card used."""
     normalization: str
     """How the card normalizes option scores (as stated on the card, or "not stated")."""
@@ -38,7 +38,7 @@ class PublishedRow:
 
 @dataclass(frozen=True)
 class Reproduction:
-    name: str
+    name: str = knob(identifier=True)
     """The suite's name (conf/suite/<name>.yaml)."""
     model: str
     """The evaltrail model whose card is reproduced."""
@@ -46,7 +46,7 @@ class Reproduction:
     """URL of the card the rows are copied from."""
     rows: list[PublishedRow]
     """The card's rows."""
-    tolerance: float = 2.0
+    tolerance: float = knob(2.0, min=0)
     """Points |measured - published| may differ by and still count as reproduced."""
     note: str | None = None
     """What differs for every row (e.g. 4-bit quantized weights)."""

@@ -13,7 +13,7 @@ from ..config import ScenarioConfig
 from ..errors import EvaltrailError
 from ..schema import SCORES_SCHEMA, Reference
 from ..perturbations.registry import perturbation_kind
-from . import PER_INSTANCE, get_metric
+from . import PER_INSTANCE, get_metric, word_lists
 from .calibration import MIN_RELIABLE_N, is_reliable, reliability
 from .corpus import GROUPS, Context
 from .stats import bootstrap_corpus, mean_ci_analytic
@@ -186,3 +186,22 @@ def scorers(cfg: ScenarioConfig) -> dict[str, str]:
     if any(get_metric(m).family == "toxicity" for m in cfg.metrics):
         return {"toxicity": f"{CLASSIFIER_PACKAGE}=={classifier_version()}"}
     return {}
+
+
+def score_cell(run, scenario: str, model: str) -> tuple[pd.DataFrame, dict]:
+    """One cell's per-instance scores and summary from its stored prompts and completions: what
+    the score stage writes, and what `trace` recomputes to prove the stored numbers."""
+    from .. import resources
+    from ..adapters import get_adapter
+    from ..io import computed_by
+    from ..paths import completions_path, prompts_path, raw_dir
+
+    cfg = run.scenario[scenario]
+    frame = join(pd.read_parquet(prompts_path(scenario)), pd.read_parquet(completions_path(scenario, model)))
+    lists = "bias_word_lists" in word_lists(cfg.metrics)
+    ctx = Context(word_lists=resources.path(run.resources, raw_dir(scenario), "bias_word_lists") if lists else None)
+    scores = score_frame(frame, cfg, get_adapter(cfg.method))
+    summary = summarize(scores, corpus_inputs(frame, cfg, ctx), cfg, run.bootstrap_samples, run.seed)
+    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg),
+                   groups=group_means(scores, frame, cfg), engine=computed_by(completions_path(scenario, model)))
+    return scores, summary

@@ -25,9 +25,8 @@ from ..errors import EvaltrailError
 from ..hashing import canonical_json
 from ..io import read_json, write_parquet
 from ..paths import model_info_path, prompts_path
-from ..schema import COMPLETIONS_SCHEMA
 from . import model_identity
-from .cache import RequestCache, cache_key
+from .cache import RequestCache, cache_key, completion_problem
 from .infer import _CONTENT, _content
 
 # One row per cached answer with its whole key material, JSON canonical.
@@ -107,7 +106,7 @@ def export_answers(run: RunConfig, cache: RequestCache, out: str | Path, scenari
         contents = [_content(r) for r in pd.read_parquet(path, columns=_CONTENT).itertuples(index=False)]
         for model, identity in identities.items():
             requests = {cache_key(identity, c): c for c in contents}
-            found = cache.get_many(sorted(requests))
+            found = cache.serve(requests)  # sound answers only, checked against their request
             cells.append(CellExport(scenario, model, len(requests), len(requests) - len(found)))
             ident = canonical_json(identity)
             for key, answer in found.items():
@@ -160,14 +159,15 @@ def import_answers(table: pa.Table, run: RunConfig, cache: RequestCache) -> Impo
             return exc
 
     accepted: dict[str, dict] = {}
+    requests: dict[str, dict] = {}
     refused: dict[str, Counter] = defaultdict(Counter)  # reason -> its details, by rows
     for row in table.to_pylist():
         try:
-            accepted[row["key"]] = _accept(row, identity_of(row["model"]))
+            accepted[row["key"]], requests[row["key"]] = _accept(row, identity_of(row["model"]))
         except _Refused as refusal:
             reason, detail = refusal.args
             refused[reason][detail] += 1
-    cached = cache.add_new(accepted)
+    cached = cache.add_new(accepted, requests)
     conflicts = sum(canonical_json(answer) != canonical_json(accepted[k]) for k, answer in cached.items())
     return ImportResult(len(accepted) - len(cached), len(cached) - conflicts, conflicts,
                         tuple(Refusal(_summary(reason, refused[reason]), refused[reason].total())
@@ -179,8 +179,8 @@ class _Refused(Exception):
     """(reason, detail): a row that may not enter the cache."""
 
 
-def _accept(row: dict, local: dict | EvaltrailError) -> dict:
-    """The row's answer if it may enter the cache here; raises _Refused otherwise."""
+def _accept(row: dict, local: dict | EvaltrailError) -> tuple[dict, dict]:
+    """The row's answer and request if it may enter the cache here; raises _Refused otherwise."""
     if _sha256(row["answer"]) != row["answer_sha256"]:
         raise _Refused(_EDITED, "the answer does not match its sha256")
     try:
@@ -193,46 +193,9 @@ def _accept(row: dict, local: dict | EvaltrailError) -> dict:
         raise _Refused(_NO_IDENTITY, str(local))
     if identity != local:
         raise _Refused(_OTHER_IDENTITY, f"{row['model']}: {_diff(identity, local)}")
-    if problem := _completion_problem(answer, request):
+    if problem := completion_problem(answer, request):
         raise _Refused(_NOT_A_COMPLETION, problem)
-    return answer
-
-
-# What run_requests copies from an answer into a completion: every column but the two it adds.
-_FIELDS = {f.name: f.type for f in COMPLETIONS_SCHEMA if f.name not in ("request_id", "model_sha256")}
-_OPTIONAL = {"rendered_prompt"}  # rolling loglikelihood answers have none
-_NULLABLE = {"text", "is_greedy", "rendered_prompt"}  # no generation, no greedy check, no chat template
-
-
-def _completion_problem(answer, request) -> str | None:
-    """Why `answer` is not an answer a backend returns, or None."""
-    if not isinstance(answer, dict):
-        return "not a JSON object"
-    if unknown := sorted(set(answer) - set(_FIELDS)):
-        return f"unknown field {unknown[0]!r}"
-    if lacking := [f for f in _FIELDS if f not in answer and f not in _OPTIONAL]:
-        return f"no {lacking[0]!r}"
-    for name, value in answer.items():
-        if value is None and name not in _NULLABLE:
-            return f"{name!r} is null"
-        if value is not None and not _is(value, _FIELDS[name]):
-            return f"{name!r} is not {_FIELDS[name]}"
-    if isinstance(request, dict) and request.get("method") == "generate" and answer["text"] is None:
-        return "a generation without text"
-    return None
-
-
-def _is(value, typ: pa.DataType) -> bool:
-    """Whether a JSON value fits an Arrow column type (bool is not a number here)."""
-    if pa.types.is_list(typ):
-        return isinstance(value, list) and all(_is(v, typ.value_type) for v in value)
-    if pa.types.is_boolean(typ):
-        return isinstance(value, bool)
-    if pa.types.is_integer(typ):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if pa.types.is_floating(typ):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, str)
+    return answer, request
 
 
 def _diff(theirs, ours: dict) -> str:

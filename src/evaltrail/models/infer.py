@@ -50,13 +50,15 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
                  load: Callable[[], object], desc: str = "infer") -> tuple[pa.Table, int]:
     """Completions in the prompts' row order, and how many were computed now (not cached).
 
-    The model is loaded only if something is missing; missing requests run sorted by prompt so
-    consecutive ones share KV-cache prefixes. A cached answer keeps the runtime measured when it
-    was computed, so re-running from the cache reproduces the same bytes."""
+    The model is loaded only if something is missing; missing requests (and cached rows that fail
+    their check) run sorted by prompt so consecutive ones share KV-cache prefixes. A cached answer
+    keeps the runtime measured when it was computed, so re-running from the cache reproduces the
+    same bytes."""
     contents = [_content(r) for r in prompts[_CONTENT].itertuples(index=False)]
     keys = [cache_key(identity, c) for c in contents]
-    done = cache.get_many(sorted(set(keys)))
-    todo = sorted({k: c for k, c in zip(keys, contents) if k not in done}.items(),
+    requests = dict(zip(keys, contents))
+    done = cache.serve(requests)
+    todo = sorted(((k, c) for k, c in requests.items() if k not in done),
                   key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]))
     if todo:
         backend = load()
@@ -65,8 +67,8 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
         answers = (backend.map_requests(todo, _call) if hasattr(backend, "map_requests")
                    else ((key, _call(backend, content)) for key, content in todo))
         for key, answer in tqdm(answers, total=len(todo), desc=desc, unit="req", mininterval=1.0):
-            answer = done[key] = _valid_text(answer)
-            cache.put(key, answer)
+            # the stored answer, not ours, when another run sharing the cache stored its own first
+            done[key] = cache.put(key, _valid_text(answer), requests[key])
     rows = []
     for rid, key in zip(prompts["request_id"], keys):
         c = done[key]

@@ -94,6 +94,15 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
     return ident
 
 
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class PackedScorer:
     """Continuation logprobs of many requests at once, packed into fixed-shape batches with every
     shared prefix decoded once (the plan: `packing.plan`).
@@ -255,14 +264,15 @@ class LlamaCppBackend:
         self._packer: PackedScorer | None = None
 
     def _chat_template(self):
-        """The GGUF's own chat template, compiled in a sandbox (it is data from the weights file)."""
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        """The GGUF's own chat template, compiled in a sandbox with size and time limits (it is data
+        from the weights file)."""
+        from .chat_template import BoundedTemplate
 
         source = self.llm.metadata.get("tokenizer.chat_template")
         if not source:
             raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.chat_template: the GGUF has no "
                                  f"tokenizer.chat_template; set it to false")
-        return ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(source)
+        return BoundedTemplate(source, f"params.yaml: model.{self.cfg.name}.chat_template")
 
     def render(self, prompt: str) -> str | None:
         """The prompt as one user turn plus the assistant header; None without a chat template."""
@@ -421,7 +431,10 @@ class LlamaCppBackend:
         while order:
             wave, cells = [], 0
             while order and len(wave) < packer.size:
-                need = len(prep[order[0]][0]) + items[order[0]][1]
+                # cells a prompt adds: what it does not share with its predecessor, and its output
+                own = prep[order[0]][0]
+                shared = _common_prefix(prep[wave[-1]][0], own) if wave else 0
+                need = len(own) - shared + items[order[0]][1]
                 if wave and cells + need > packer.kv - 2 * packer.size:
                     break
                 wave.append(order.pop(0))

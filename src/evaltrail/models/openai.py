@@ -5,14 +5,16 @@ loglikelihood needs the server to return prompt logprobs (`echo` + `logprobs`), 
 completions API defines them. Requests run `concurrency` at a time; a 429, a 5xx, a timeout or a
 truncated body is retried with exponential backoff and jitter (tenacity) up to `max_retries`
 times. The model's identity is what the server reports for it, probed once by fetch_model and
-checked against every response. The API key is read from the environment variable the config
-names and only ever placed in a request header.
+checked against every response: the client cannot verify a served model's weights, so a server
+that swaps them under the same name goes unnoticed (model.json says so: `sha256_of`). The API key
+is read from the environment variable the config names and only ever placed in a request header.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -62,6 +64,9 @@ class ServerClient:
         self.server = build(ServerConfig, cfg.server, where)
         headers = {}
         if self.server.api_key_env:
+            if _looks_like_a_key(self.server.api_key_env):  # never echoed: it may be the secret itself
+                raise EvaltrailError(f"{where}.api_key_env: looks like an API key, not an environment variable "
+                                     f"NAME; put the key in an environment variable and name that variable here")
             key = os.environ.get(self.server.api_key_env)
             if not key:
                 raise EvaltrailError(f"{where}.api_key_env: environment variable {self.server.api_key_env} is not "
@@ -106,6 +111,18 @@ class ServerClient:
                                  f"re-run `dvc repro` to resume") from None
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """A value no environment variable is named like (`sk-...`, `Bearer ...`), or a long token with
+    digits: of mixed-case letters (`hf_Ab3...`) or without an underscore between words (`3f9a...`)."""
+    if not _ENV_NAME.fullmatch(name):
+        return True
+    digits, lower, upper = (any(f(c) for c in name) for f in (str.isdigit, str.islower, str.isupper))
+    return len(name) >= 20 and digits and ((lower and upper) or "_" not in name)
+
+
 def probe(cfg: ModelConfig) -> dict:
     """The server's own description of the configured model (from /models), for models/<m>/model.json."""
     client = ServerClient(cfg)
@@ -122,10 +139,18 @@ def probe(cfg: ModelConfig) -> dict:
 
 
 def identity(cfg: ModelConfig, info: dict) -> dict:
-    """What determines this backend's outputs: the server-reported model, not where it is hosted."""
+    """What determines this backend's outputs: the server-reported model (not where it is hosted),
+    the endpoint, and every field added to a request (`extra_body`: repeat_penalty, top_k,
+    logit_bias, ...); the fixed decoding parameters (greedy, logprobs, echo) are REVISION's.
+
+    `sha256` hashes the server's description of the model, not its weights: the client cannot
+    verify what a server computes with, only what it says it serves."""
     ident = {"backend": "openai", "revision": REVISION, "served": info["served"], "sha256": info["sha256"]}
     if cfg.chat_template:
         ident["chat"] = True
+    extra = (cfg.server or {}).get("extra_body")
+    if extra:  # absent when empty: a cache without it keeps serving those answers
+        ident["extra_body"] = extra
     return ident
 
 

@@ -71,5 +71,5 @@ def trace_battle(run: RunConfig, scenario: str, model: str) -> Trace:
         if m != cfg.judge and m in completions:
             made = sorted(set(completions[m]["model_sha256"]))
             check_model(t, run, lock, m, made[0] if len(made) == 1 else None, "completions were made by")
-    t.lines.append(f"code: git commit {git_commit()}")
+    t.lines.append(f"code: git commit {git_commit(strict=True)}")
     return t

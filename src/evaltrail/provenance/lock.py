@@ -47,16 +47,20 @@ def lock_deps(lock: dict, stage: str) -> dict[str, str]:
     return {e["path"]: e.get("md5", "") for e in lock.get(stage, {}).get("deps", []) or []}
 
 
-# What decides a number besides pinned data: code and config. Results and dvc.lock are left
-# out, since a run in progress always has them modified.
+# What decides a number besides pinned data: code and config. A run in progress always has
+# results and dvc.lock modified, so a run's own commit tag leaves them out; `trace`, which
+# vouches for finished numbers, counts a modified dvc.lock too (the hashes it checks against).
 CODE_PATHS = ("src", "stages", "conf", "dvc.yaml", "params.yaml", "pyproject.toml")
+TRACE_PATHS = (*CODE_PATHS, "dvc.lock")
 
 
-def git_commit() -> str:
-    """HEAD's commit, '+dirty' when code or config differ from it; 'unknown' outside git."""
+def git_commit(strict: bool = False) -> str:
+    """HEAD's commit, '+dirty' when code or config (and with `strict`, dvc.lock) differ from it;
+    'unknown' outside git."""
+    paths = TRACE_PATHS if strict else CODE_PATHS
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *paths],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -7,6 +7,7 @@ params.yaml and the md5 in dvc.lock; any difference is a failure naming the file
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..errors import EvaltrailError
 from ..hashing import sha256_file
 from ..io import read_json
 from ..metrics import word_lists
+from ..metrics.scoring import score_cell, scores_table
 from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_dir, model_info_path,
                      model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
 from ..sources import describe
@@ -42,10 +44,6 @@ class Trace:
         self.ok(good) if cond else self.bad(fail)
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
-
-
 def _artifact(t: Trace, lock: dict, stage: str, path: Path, label: str) -> None:
     """Hash one artifact and compare it with the md5 dvc.lock recorded for `stage`."""
     if not path.exists():
@@ -57,16 +55,65 @@ def _artifact(t: Trace, lock: dict, stage: str, path: Path, label: str) -> None:
             f"{label}: {path} md5={md5} but dvc.lock {stage} recorded {want}")
 
 
-def _leaderboard_value(scenario: str, model: str, metric: str) -> float:
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
+# The leaderboard's columns that restate a cell summary's fields (aggregate writes them "%.6f").
+BOARD_FIELDS = ("mean", "ci_low", "ci_high", "n")
+
+
+def _leaderboard_row(scenario: str, model: str, metric: str) -> dict[str, str]:
+    """The leaderboard row of one cell's metric, as the strings written in the CSV."""
     if not LEADERBOARD_CSV.is_file():
         raise EvaltrailError(f"{LEADERBOARD_CSV}: missing; run `dvc repro`")
-    board = pd.read_csv(LEADERBOARD_CSV)
+    board = pd.read_csv(LEADERBOARD_CSV, dtype=str, keep_default_na=False)
     hit = board[(board["scenario"] == scenario) & (board["model"] == model) & (board["metric"] == metric)]
     if hit.empty:
         cells = sorted(set(zip(board["scenario"], board["model"], board["metric"])))
         raise EvaltrailError(f"{LEADERBOARD_CSV}: no row for {scenario}/{model}/{metric}; rows: "
                              + ", ".join("/".join(c) for c in cells))
-    return float(hit["mean"].iloc[0])
+    return hit.iloc[0].to_dict()
+
+
+def _as_written(value) -> str:
+    """A summary field as aggregate writes it into leaderboard.csv."""
+    if value is None:
+        return ""
+    return str(value) if isinstance(value, int) else f"{value:.6f}"
+
+
+def _first_difference(stored, recomputed, where: str = "") -> tuple[str, object, object] | None:
+    """The first field (dotted path) where two JSON values differ, with both values."""
+    if isinstance(stored, dict) and isinstance(recomputed, dict):
+        for key in sorted(set(stored) | set(recomputed)):
+            diff = _first_difference(stored.get(key), recomputed.get(key), f"{where}.{key}" if where else key)
+            if diff:
+                return diff
+        return None
+    if isinstance(stored, list) and isinstance(recomputed, list) and len(stored) == len(recomputed):
+        for i, (a, b) in enumerate(zip(stored, recomputed)):
+            if diff := _first_difference(a, b, f"{where}[{i}]"):
+                return diff
+        return None
+    return None if stored == recomputed else (where, stored, recomputed)
+
+
+def _recompute(t: Trace, run: RunConfig, scenario: str, model: str, stored: dict) -> None:
+    """Score the cell again from its prompts and completions (corpus metrics and bootstrap CIs
+    included) and require the stored per-instance scores and summary to be exactly that."""
+    scores, summary = score_cell(run, scenario, model)
+    recomputed = json.loads(json.dumps(summary))  # the JSON the score stage writes, read back
+    path = summary_path(scenario, model)
+    diff = _first_difference(stored, recomputed)
+    t.check(diff is None, f"summary: {path} equals a recomputation from the completions "
+            f"({len(recomputed['metrics'])} metrics, corpus metrics and CIs included)",
+            f"summary: {path} field {diff[0]} is {diff[1]!r}, recomputed {diff[2]!r}" if diff else "")
+    table = pd.read_parquet(scores_path(scenario, model))
+    fresh = scores_table(scores).to_pandas()
+    t.check(table.equals(fresh), f"scores: {scores_path(scenario, model)} equals the recomputed "
+            f"{len(fresh)} per-instance rows", f"scores: {scores_path(scenario, model)} differs from the "
+            f"recomputed per-instance rows ({len(table)} stored, {len(fresh)} recomputed)")
 
 
 def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
@@ -74,31 +121,25 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
         raise EvaltrailError(f"trace --metric {metric}: a measurement of the machine, recorded in "
                              f"{infer_stats_path(scenario, model)}, not derived from pinned inputs; trace a score instead")
     t, lock = Trace(), load_lock()
-    value = _leaderboard_value(scenario, model, metric)
-    t.lines.append(f"{scenario} / {model} / {metric} = {value:.6f}")
-    t.ok(f"leaderboard: {LEADERBOARD_CSV}")
+    row = _leaderboard_row(scenario, model, metric)
+    t.lines.append(f"{scenario} / {model} / {metric} = {row['mean']}")
+    _artifact(t, lock, "aggregate", LEADERBOARD_CSV, "leaderboard")
 
-    summary = read_json(summary_path(scenario, model))
+    path = summary_path(scenario, model)
+    _artifact(t, lock, f"score@{scenario}-{model}", path, "summary")
+    summary = read_json(path)
     if metric not in summary["metrics"]:
-        raise EvaltrailError(f"trace --metric {metric}: not in {summary_path(scenario, model)}; run `dvc repro`")
+        raise EvaltrailError(f"trace --metric {metric}: not in {path}; run `dvc repro`")
     st = summary["metrics"][metric]
+    for name in BOARD_FIELDS:
+        if _as_written(st.get(name)) != row[name]:
+            t.bad(f"leaderboard: {LEADERBOARD_CSV} {metric} {name}={row[name]} but {path} has {st.get(name)}")
     ci = "no CI (a single measurement)" if st["ci_low"] is None else f"95% CI [{st['ci_low']:.6f}, {st['ci_high']:.6f}]"
-    t.check(_close(st["mean"], value), f"summary: {summary_path(scenario, model)} mean={st['mean']:.6f} {ci} n={st['n']}",
-            f"summary: {summary_path(scenario, model)} mean={st['mean']} differs from the leaderboard's {value}")
+    t.ok(f"summary: {path} mean={st['mean']:.6f} {ci} n={st['n']} (= the leaderboard row)")
 
-    score_stage = f"score@{scenario}-{model}"
-    _artifact(t, lock, score_stage, scores_path(scenario, model), "scores")
+    _artifact(t, lock, f"score@{scenario}-{model}", scores_path(scenario, model), "scores")
     if scores_path(scenario, model).is_file():
-        sc = pd.read_parquet(scores_path(scenario, model))
-        rows = sc[(sc["metric"] == metric) & sc["perturbation"].isna()]
-        if rows.empty and st.get("ci") == "bootstrap":  # corpus metric: no per-instance values to average
-            t.ok(f"scores: {metric} is a corpus metric over {st['n']} instances (computed in score from the "
-                 f"completions below, not a mean of per-instance rows)")
-
-        else:
-            recomputed = float(rows.groupby("instance_id")["value"].mean().mean())
-            t.check(_close(recomputed, st["mean"]), f"scores: recomputed mean {recomputed:.6f} matches",
-                    f"scores: {scores_path(scenario, model)} gives mean {recomputed}, summary says {st['mean']}")
+        _recompute(t, run, scenario, model, summary)
 
     _artifact(t, lock, f"infer@{scenario}-{model}", completions_path(scenario, model), "completions")
     if infer_stats_path(scenario, model).is_file():
@@ -111,7 +152,7 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
 
     check_model(t, run, lock, model, summary.get("model_sha256"), "completions were made by")
 
-    t.lines.append(f"code: git commit {git_commit()}")
+    t.lines.append(f"code: git commit {git_commit(strict=True)}")
     runs = read_json(MLFLOW_RUNS_JSON) if MLFLOW_RUNS_JSON.is_file() else {"runs": {}}
     run_id = runs["runs"].get(f"{scenario}/{model}")
     t.check(run_id is not None, f"mlflow: run {run_id} in experiment {runs.get('experiment')} at {runs.get('tracking_uri')}",

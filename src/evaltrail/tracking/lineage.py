@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..io import read_json
-from ..paths import (completions_path, model_dir, prompts_path, scores_path, sources_json)
+from ..paths import (completions_path, model_dir, model_info_path, prompts_path, scores_path, sources_json)
 from ..provenance.lock import git_commit, recorded_md5
 
 
@@ -14,6 +14,9 @@ def cell_tags(lock: dict, scenario: str, model: str, summary: dict, commit: str 
             **{f"evaltrail.scorer.{k}": v for k, v in summary.get("scorers", {}).items()},
             # the llama.cpp build that computed the answers (embedded models): an input like the weights
             **{f"evaltrail.engine.{k}": str(v) for k, v in (summary.get("engine") or {}).items()}}
+    info = read_json(model_info_path(model)) if model_info_path(model).is_file() else {}
+    if info.get("sha256_of"):  # what model_sha256 hashes when not weights: a served model's is the server's word
+        tags["evaltrail.model_sha256_of"] = info["sha256_of"]
     for rec in read_json(sources_json(scenario)):
         tags[f"data.sha256.{scenario}/{rec['file']}"] = rec["sha256"]
     # dvc.lock's md5 of every artifact between the raw data and this cell's scores
