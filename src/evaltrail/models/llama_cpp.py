@@ -20,7 +20,7 @@ import numpy as np
 from .. import cores, engine
 from ..config import ModelConfig
 from ..errors import EvaltrailError
-from .packing import Job, plan
+from .packing import Job, common_prefix, plan
 
 
 _POOL = None
@@ -92,15 +92,6 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
     if not cfg.prefix_reuse:
         ident["prefix_reuse"] = False
     return ident
-
-
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class PackedScorer:
@@ -433,7 +424,7 @@ class LlamaCppBackend:
             while order and len(wave) < packer.size:
                 # cells a prompt adds: what it does not share with its predecessor, and its output
                 own = prep[order[0]][0]
-                shared = _common_prefix(prep[wave[-1]][0], own) if wave else 0
+                shared = common_prefix(prep[wave[-1]][0], own) if wave else 0
                 need = len(own) - shared + items[order[0]][1]
                 if wave and cells + need > packer.kv - 2 * packer.size:
                     break

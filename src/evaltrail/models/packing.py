@@ -73,13 +73,16 @@ def shared_prefix(jobs: list[Job], reuse: bool = True) -> list[int]:
     if not reuse:
         return d
     for i in range(1, len(jobs)):
-        a, b = jobs[i - 1].tokens, jobs[i].tokens
-        limit = min(jobs[i - 1].decode, jobs[i].first_row)
-        k = 0
-        while k < limit and a[k] == b[k]:
-            k += 1
-        d[i] = k
+        d[i] = common_prefix(jobs[i - 1].tokens, jobs[i].tokens, min(jobs[i - 1].decode, jobs[i].first_row))
     return d
+
+
+def common_prefix(a, b, limit: int | None = None) -> int:
+    """How many leading tokens a and b share (at most `limit`)."""
+    n, limit = 0, min(len(a), len(b)) if limit is None else limit
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n
 
 
 @dataclass
