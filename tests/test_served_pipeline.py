@@ -10,6 +10,7 @@ import secrets
 import pandas as pd
 import pytest
 
+from .conftest import need_url_sources
 from .pipeline import dvc, new_workspace
 from .servers import llama_server
 
@@ -22,6 +23,7 @@ MODEL = "smollm2_135m_instruct_served"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, smollm_gguf):
+    need_url_sources("natural_questions")  # suite served_smoke
     repo = tmp_path_factory.mktemp("served")
     with llama_server(smollm_gguf, "smollm2_135m_instruct", api_key=KEY, log=repo.parent / "server.log") as url, \
             pytest.MonkeyPatch.context() as mp:

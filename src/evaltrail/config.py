@@ -44,18 +44,30 @@ class Rule:
     """Inclusive upper bound."""
     identifier: bool = False
     """The string names a path component (see IDENTIFIER)."""
+    choices: tuple | None = None
+    """The only values allowed."""
+    pattern: str | None = None
+    """A regular expression the whole string must match."""
 
     def admits(self, value: Any) -> bool:
         if value is None:  # the annotation decides whether null is allowed
             return True
         if self.identifier:
             return bool(IDENTIFIER.fullmatch(value))
+        if self.choices is not None:
+            return value in self.choices
+        if self.pattern is not None:
+            return bool(re.fullmatch(self.pattern, value))
         return ((self.min is None or value >= self.min) and (self.above is None or value > self.above)
                 and (self.max is None or value <= self.max))
 
     def describe(self) -> str:
         if self.identifier:
             return f" ({IDENTIFIER_TEXT})"
+        if self.choices is not None:
+            return f": one of {', '.join(map(str, self.choices))}"
+        if self.pattern is not None:
+            return f" matching {self.pattern}"
         if self.min is not None and self.max is not None:
             return f" in [{self.min}, {self.max}]"
         bounds = [f"{op} {b}" for op, b in ((">=", self.min), (">", self.above), ("<=", self.max)) if b is not None]
@@ -122,11 +134,46 @@ class ScenarioConfig:
     """Loader-specific keys (e.g. mmlu's subjects), checked by the scenario's loader."""
 
 
+BACKEND_NEEDS = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",), "hf": ("hf",)}
+"""Each model backend (evaltrail.models) and the ModelConfig keys it requires."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """A served model's `server` mapping (backend openai, evaltrail.models.openai)."""
+    base_url: str = knob(pattern=r"https?://[^\s/?#]+(/\S*)?")
+    """The API root, e.g. http://127.0.0.1:8000/v1 (credentials never belong here)."""
+    model: str
+    """The name the server serves the model under (the `model` field of each request)."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key; None: the server needs none."""
+    concurrency: int = knob(4, min=1)
+    """Requests in flight at once."""
+    timeout_s: float = knob(120.0, above=0)
+    """Per-request timeout (connect, read, write) in seconds."""
+    max_retries: int = knob(6, min=0)
+    """Retries of a request after a 429, 5xx, timeout or truncated body, before the run fails."""
+    extra_body: dict = field(default_factory=dict)
+    """Fields added to every request for server-specific decoding (llama.cpp's server:
+    {repeat_penalty: 1.0}, or its default 1.1 makes "greedy" generations differ)."""
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    """A local transformers model's `hf` mapping (backend hf, evaltrail.models.hf)."""
+    path: str
+    """Directory holding config.json, the weights and the tokenizer (save_pretrained's layout)."""
+    dtype: str = knob("float32", choices=("float32", "float16", "bfloat16"))
+    """torch dtype the weights are loaded in (float32: CPU-exact; bfloat16 halves memory)."""
+    max_length: int | None = knob(None, min=1)
+    """Context window in tokens; None: the model config's max_position_embeddings."""
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     name: str
     """snake_case name: conf file, stage suffix and results file name."""
-    backend: str
+    backend: str = knob(choices=tuple(BACKEND_NEEDS))
     """llama_cpp (embedded GGUF) | openai (any OpenAI-compatible server) | hf (local transformers directory)."""
     weights: dict | None = None
     """llama_cpp: sha256 of the whole file, license, and the parts it is assembled from."""
@@ -135,9 +182,9 @@ class ModelConfig:
     n_batch: int | None = knob(None, min=1)
     """llama_cpp: prompt tokens per decode call."""
     server: dict | None = None
-    """openai: base_url, model, api_key_env, concurrency, timeout_s, max_retries (models.openai.ServerConfig)."""
+    """openai: base_url, model, api_key_env, concurrency, timeout_s, max_retries (ServerConfig)."""
     hf: dict | None = None
-    """hf: path of a local transformers directory, dtype, max_length (models.hf.HFConfig)."""
+    """hf: path of a local transformers directory, dtype, max_length (HFConfig)."""
     n_threads: int | None = knob(None, min=1)
     """CPU threads; None means all cores."""
     prefix_reuse: bool = True
@@ -348,10 +395,13 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     mods = {n: build(ModelConfig, c, f"{source}: model.{n}", name=n)
             for n, c in (raw.pop("model", None) or {}).items()}
     for n, m in mods.items():
-        needed = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",), "hf": ("hf",)}.get(m.backend, ())
-        lacking = [k for k in needed if getattr(m, k) is None]
+        lacking = [k for k in BACKEND_NEEDS[m.backend] if getattr(m, k) is None]
         if lacking:
             raise EvaltrailError(f"{source}: model.{n}.{lacking[0]}: required by backend {m.backend} (see conf/model/)")
+        if m.backend == "openai":  # the backends build these again when they run; here so validate sees them
+            build(ServerConfig, m.server, f"{source}: model.{n}.server")
+        elif m.backend == "hf":
+            build(HFConfig, m.hf, f"{source}: model.{n}.hf")
     battles = {n: build(BattleConfig, c, f"{source}: battle.{n}", scenario=n)
                for n, c in (raw.pop("battle", None) or {}).items()}
     for n, b in battles.items():

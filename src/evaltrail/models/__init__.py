@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import ModelConfig
+from ..config import BACKEND_NEEDS, ModelConfig
 from ..errors import EvaltrailError
 
-BACKENDS = ("llama_cpp", "openai", "hf")
+SHA256_OF = {"llama_cpp": "weights (the GGUF file)", "hf": "files (each file's sha256, by name)",
+             "openai": "served (the server's identity; no weights)"}
+"""What each backend's model sha256 hashes (model.json's `sha256_of`, and the report's): the client
+cannot verify a served model's weights, only what the server says it serves."""
 
 
 def _module(cfg: ModelConfig):
@@ -30,7 +33,7 @@ def _module(cfg: ModelConfig):
                                  f"(`pip install -e '.[hf]'`): {exc}") from None
         return hf
     raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: unknown backend {cfg.backend!r}; "
-                         f"valid: {', '.join(BACKENDS)}")
+                         f"valid: {', '.join(BACKEND_NEEDS)}")
 
 
 def fetch(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:

@@ -10,27 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import transformers
 
-from ..config import ModelConfig, build
+from ..config import HFConfig, ModelConfig, build
 from ..errors import EvaltrailError
 from ..hashing import sha256_file, stable_id
+from . import SHA256_OF
 
 REVISION = 1
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""
-
-
-@dataclass(frozen=True)
-class HFConfig:
-    path: str
-    """Directory holding config.json, the weights and the tokenizer (save_pretrained's layout)."""
-    dtype: str = "float32"
-    """torch dtype the weights are loaded in (float32: CPU-exact; bfloat16 halves memory)."""
-    max_length: int | None = None
-    """Context window in tokens; None: the model config's max_position_embeddings."""
 
 
 def _hf(cfg: ModelConfig) -> HFConfig:
@@ -50,7 +40,7 @@ def describe(cfg: ModelConfig) -> dict:
                              f"save_pretrained() directory")
     files = files_of(directory)
     return {"name": cfg.name, "backend": "hf", "path": str(directory), "files": files,
-            "sha256": stable_id(files, length=64), "sha256_of": "files (each file's sha256, by name)"}
+            "sha256": stable_id(files, length=64), "sha256_of": SHA256_OF["hf"]}
 
 
 def identity(cfg: ModelConfig, info: dict) -> dict:

@@ -17,38 +17,19 @@ import os
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import Iterator
 
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from ..config import ModelConfig, build
+from ..config import ModelConfig, ServerConfig, build
 from ..errors import EvaltrailError
 from ..hashing import stable_id
 from ..tracking import shown_uri
+from . import SHA256_OF
 
 REVISION = 1
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    base_url: str
-    """The API root, e.g. http://127.0.0.1:8000/v1 (credentials never belong here)."""
-    model: str
-    """The name the server serves the model under (the `model` field of each request)."""
-    api_key_env: str | None = None
-    """Environment variable holding the API key; None: the server needs none."""
-    concurrency: int = 4
-    """Requests in flight at once."""
-    timeout_s: float = 120.0
-    """Per-request timeout (connect, read, write) in seconds."""
-    max_retries: int = 6
-    """Retries of a request after a 429, 5xx, timeout or truncated body, before the run fails."""
-    extra_body: dict = field(default_factory=dict)
-    """Fields added to every request for server-specific decoding (llama.cpp's server:
-    {repeat_penalty: 1.0}, or its default 1.1 makes "greedy" generations differ)."""
 
 
 class Transient(Exception):
@@ -135,7 +116,7 @@ def probe(cfg: ModelConfig) -> dict:
     # what names the model; volatile fields (created: often the server's clock) are left out
     served = {k: entry[k] for k in ("id", "owned_by", "root", "parent") if entry.get(k) is not None}
     return {"name": cfg.name, "backend": "openai", "base_url": shown_uri(client.url), "served": served,
-            "sha256": stable_id(served, length=64), "sha256_of": "served (the server's identity; no weights)"}
+            "sha256": stable_id(served, length=64), "sha256_of": SHA256_OF["openai"]}
 
 
 def identity(cfg: ModelConfig, info: dict) -> dict:

@@ -23,6 +23,7 @@ from typing import Iterator
 
 from ..config import RunConfig
 from ..errors import EvaltrailError
+from ..models import SHA256_OF
 from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path, verify_path
 from .charts import charts
 from .data import scenario_payload
@@ -77,7 +78,8 @@ def _facts(run: RunConfig) -> tuple[list[ModelFacts], list[ScenarioFacts]]:
     summaries = {(s, m): read_json_input(summary_path(s, m), f"run `dvc repro score@{s}-{m}`")
                  for s in run.scenarios for m in run.models}
     models = [ModelFacts(m, sorted({summaries[(s, m)].get("model_sha256") for s in run.scenarios} - {None}),
-                         ((run.model[m].weights or {}).get("license") if m in run.model else None)) for m in run.models]
+                         ((run.model[m].weights or {}).get("license") if m in run.model else None),
+                         SHA256_OF[run.model[m].backend] if m in run.model else "unknown") for m in run.models]
     scenarios = []
     for s in run.scenarios:
         cfg, first = run.scenario[s], summaries.get((s, run.models[0])) if run.models else None

@@ -22,6 +22,8 @@ class ModelFacts:
     """Weights sha256 as the score summaries record them (more than one: mixed runs)."""
     license: str | None
     """Weights licence from params.yaml."""
+    sha256_of: str = "weights (the GGUF file)"
+    """What the sha256 hashes (evaltrail.models.SHA256_OF): a served model's is the server's word."""
 
 
 @dataclass(frozen=True)
@@ -107,14 +109,14 @@ def table_html(t: Table) -> str:
 
 def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], verified: list[tuple[str, str, str]]) -> str:
     mrows = "".join(f"<tr><th scope=\"row\">{escape(m.name)}</th><td><code>{'<br>'.join(escape(s) for s in m.sha256) or '—'}"
-                    f"</code></td><td>{escape(m.license or '—')}</td></tr>" for m in models)
+                    f"</code><br><small>of {escape(m.sha256_of)}</small></td><td>{escape(m.license or '—')}</td></tr>" for m in models)
     srows = "".join(
         f'<tr><th scope="row"><a class="scenario-link" href="#scenario/{_attr(s.name)}">{escape(s.name)}</a></th>'
         f"<td>{escape(s.description or '')}</td><td>{escape(s.method)}</td><td>{escape(s.main_metric or '—')}</td>"
         f"<td>{'—' if s.instances is None else s.instances}</td><td>{'—' if s.variants is None else s.variants}</td></tr>"
         for s in scenarios)
     return ('<h2 id="run">Run</h2><h3>Models</h3><table class="facts" id="models"><thead><tr><th>model</th>'
-            f'<th>weights sha256</th><th>licence</th></tr></thead><tbody>{mrows}</tbody></table>'
+            f'<th>sha256</th><th>licence</th></tr></thead><tbody>{mrows}</tbody></table>'
             '<h3>Scenarios</h3><table class="facts" id="scenarios"><thead><tr><th>scenario</th><th>description</th>'
             '<th>method</th><th>main metric</th><th>instances</th><th>variants</th></tr></thead>'
             f"<tbody>{srows}</tbody></table>" + _verified_html(verified))
