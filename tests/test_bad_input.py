@@ -37,7 +37,7 @@ def set_source(ws: Path, **spec) -> None:
 
 
 def add_model(ws: Path, name: str, **cfg) -> None:
-    edit_params(ws, lambda p: (p["model"].update({name: {"name": name, **cfg}}), p["models"].append(name)))
+    edit_params(ws, lambda p: (p["model"].update({name: cfg}), p["models"].append(name)))
 
 
 def corrupt_cache(ws: Path) -> dict:
@@ -142,7 +142,7 @@ CASES = {
     # trace proves every number it shows
     "forged CI in the leaderboard": (
         forge_ci, ["evaltrail", "trace", "--scenario", "hellaswag", "--model", SMOLLM, "--metric", "acc_norm"],
-        r"trace failed: .*leaderboard.csv.*ci_low"),
+        r"trace failed: leaderboard: results/leaderboard.csv md5=\w+ but dvc.lock aggregate recorded \w+"),
     "ratings log not UTF-8": (
         lambda ws: (ws / "battles.jsonl").write_bytes(b'{"model_a": "caf\xe9"}\n'),
         ["evaltrail", "ratings", "battles.jsonl"], r"battles.jsonl"),
@@ -163,7 +163,8 @@ def test_bad_input_fails_in_one_line_and_keeps_artifacts(case, base, tmp_path):
 
     ws = copy_workspace(base, tmp_path / "ws")
     breaks, cmd, expected = CASES[case]
-    extra_env = breaks(ws) or {}
+    extra_env = breaks(ws)  # a mapping of environment variables where the break needs its own
+    extra_env = extra_env if isinstance(extra_env, dict) else {}
     before = snapshot(ws)
     env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"), **extra_env}
     argv = ["-m", "evaltrail.cli", *cmd[1:]] if cmd[0] == "evaltrail" else [f"stages/{cmd[0]}", *cmd[1:]]

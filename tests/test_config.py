@@ -199,6 +199,17 @@ def test_served_and_local_model_knobs_are_checked_on_load(tmp_path, model, path,
     assert str(exc.value) == f"params.yaml: {message}"
 
 
+def test_a_name_inside_a_config_must_match_its_key(tmp_path):
+    raw = _raw(tmp_path)
+    raw["model"]["gemma3_270m"]["name"] = "gemma3_270m"  # the same: accepted
+    assert parse_params(raw).model["gemma3_270m"].name == "gemma3_270m"
+    raw["model"]["gemma3_270m"]["name"] = "other"
+    with pytest.raises(EvaltrailError) as exc:
+        parse_params(raw)
+    assert str(exc.value) == ("params.yaml: model.gemma3_270m.name: 'other' differs from 'gemma3_270m', which its "
+                              "place in the config sets; remove the key")
+
+
 def test_validate_and_stages_refuse_a_bad_knob_before_any_disk_work(tmp_path, capsys):
     from evaltrail.cli import main
 

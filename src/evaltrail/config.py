@@ -354,6 +354,11 @@ def build(cls, data: Any, where: str, **fixed):
         extra = {k: v for k, v in data.items() if k not in names}
         data = {k: v for k, v in data.items() if k in names}
         data["options"] = extra
+    for k in sorted(set(data) & set(fixed)):  # e.g. a model's name: its key under `model` says it
+        if data[k] != fixed[k]:
+            raise EvaltrailError(f"{key_of(where, k)}: {data[k]!r} differs from {fixed[k]!r}, which its place "
+                                 f"in the config sets; remove the key")
+    data = {k: v for k, v in data.items() if k not in fixed}
     unknown = sorted(set(data) - set(names), key=str)
     if unknown:
         raise EvaltrailError(f"{key_of(where, unknown[0])}: unknown key; valid keys: "
