@@ -325,9 +325,18 @@ def test_an_old_database_is_served_and_old_code_keeps_writing_it(repo, tmp_path)
     assert json.loads(old.execute(OLD_GET, (keys[-1],)).fetchone()[1]) == _answer(requests[keys[-1]], 4)
     rows = _rows(path)
     assert rows[keys[-1]][1] is None and rows["k-old-add"][1] is None  # written by old code: legacy rows
+    assert all(rows[k][1] == checksum(k, rows[k][0]) for k in keys[:-1])  # adopted when `new` opened
     table, computed = run_requests(prompts, identity, new, never)
     assert computed == 0 and table.num_rows == len(prompts)
     old.close()
+
+    # the next open adopts the old code's rows too; an edit after that is caught like any other
+    new.close()
+    assert RequestCache(path).get_many(["k-old-add"]) and _rows(path)["k-old-add"][1] is not None
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE completions SET value = ? WHERE key = ?",
+                   (json.dumps({**_answer(requests[keys[0]], 1), "logprob": 0.5}), keys[0]))
+    assert RequestCache(path).get_many([keys[0]]) == {}
 
 
 @pytest.mark.parametrize("damage, detail", [

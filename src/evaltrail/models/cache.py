@@ -7,11 +7,14 @@ in flight; the re-run serves everything finished from here.
 The cache serves only what it can check. A row is sound when its answer is a completion of its
 request's kind (`completion_problem`) and its checksum, sha256 of key and stored value written with
 the row, still matches; an unsound row is not served (the caller recomputes it, with one warning
-naming this file). Rows without a checksum are legacy rows, schema-checked only: those written
-before checksums existed, and those an older evaltrail writes into a database this code has opened
-(its INSERTs name the key and value columns only, so the checksum stays NULL). The checksum column
-is added the first time this code opens an old database (ALTER TABLE ADD COLUMN: a schema change,
-no rewrite); older code keeps reading and writing such a database unchanged.
+naming this file). Rows without a checksum are legacy rows: those written before checksums
+existed, and those an older evaltrail writes into a database this code has opened (its INSERTs
+name the key and value columns only, so the checksum stays NULL). The checksum column is added the
+first time this code opens an old database (ALTER TABLE ADD COLUMN: a schema change, no rewrite),
+and every open adopts the legacy rows that pass the schema check by writing their checksum (a
+partial index finds them without a scan), so an edit made after that is caught; an edit made to
+a legacy row before it was adopted cannot be told from the original. Older code keeps reading and
+writing such a database unchanged.
 
 First writer wins: an answer is stored only where no sound one is, and the writer goes on with the
 stored one, so two runs sharing a cache commit the same completions.
@@ -158,6 +161,19 @@ def _setup(conn: sqlite3.Connection) -> None:
         with _transaction(conn):
             if "checksum" not in _columns(conn):  # another process may have added it meanwhile
                 conn.execute("ALTER TABLE completions ADD COLUMN checksum TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS legacy_rows ON completions (key) WHERE checksum IS NULL")
+    _adopt(conn)
+
+
+def _adopt(conn: sqlite3.Connection) -> None:
+    """Give each legacy row that passes the schema check its checksum (the rest stay unsound and
+    are recomputed when requested)."""
+    legacy = conn.execute("SELECT key, value FROM completions WHERE checksum IS NULL").fetchall()
+    rows = [(checksum(k, v), k, v) for k, v in legacy if _sound(k, v, None, None)[1] is None]
+    if rows:
+        with _transaction(conn):  # the value must still be the one checked
+            conn.executemany("UPDATE completions SET checksum = ? WHERE key = ? AND value = ? AND checksum IS NULL",
+                             rows)
 
 
 @contextlib.contextmanager
