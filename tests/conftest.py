@@ -136,5 +136,6 @@ def smoke_repo(tmp_path_factory):
     request cache: real inference). Its environment: pipeline.workspace_env(repo)."""
     from .pipeline import suite_run
 
+    need_url_sources("mmlu")  # its dialect variant (the smoke suite's only fairness variant on algebra)
     with suite_run(tmp_path_factory.mktemp("evaltrail"), "suite=smoke") as repo:
         return repo
