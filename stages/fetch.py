@@ -1,10 +1,9 @@
 """fetch@<scenario>: materialize the scenario's pinned source files and verify each sha256."""
 
-from evaltrail import resources
 from evaltrail.config import load_params, scenario_config
 from evaltrail.metrics import check_metrics, word_lists
 from evaltrail.paths import cache_dir, raw_dir
-from evaltrail.scenarios import get_scenario
+from evaltrail.scenarios import get_scenario, pinned_files
 from evaltrail.sources import fetch_dir
 from evaltrail.stage import run_stage
 
@@ -15,8 +14,7 @@ def main(scenario: str) -> None:
     loader = get_scenario(scenario)
     loader.check(cfg)
     check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")  # before any download
-    lists = word_lists(cfg.metrics)
-    records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, lists), raw_dir(scenario), cache_dir(),
+    records = fetch_dir(pinned_files(cfg, run.resources, word_lists(cfg.metrics)), raw_dir(scenario), cache_dir(),
                         f"params.yaml: scenario.{scenario}.sources")
     print(f"fetch {scenario}: {len(records)} file(s), {sum(r['bytes'] for r in records):,} bytes verified")
 

@@ -29,14 +29,12 @@ def url_sources_readable() -> bool:
 def pinned_sources(name: str) -> list[dict]:
     """Every file scenario `name` fetches: its own sources and the word lists its perturbations and
     metrics read (as its prepare stage does)."""
-    from evaltrail import resources
     from evaltrail.config import resources_from_conf, scenario_from_conf
     from evaltrail.metrics import word_lists
-    from evaltrail.scenarios import get_scenario
+    from evaltrail.scenarios import pinned_files
 
     cfg = scenario_from_conf(name, ROOT / "conf")
-    return get_scenario(name).sources(cfg) + resources.sources(resources_from_conf(ROOT / "conf"), cfg,
-                                                               word_lists(cfg.metrics))
+    return pinned_files(cfg, resources_from_conf(ROOT / "conf"), word_lists(cfg.metrics))
 
 
 def need_url_sources(name: str) -> None:

@@ -11,7 +11,7 @@ from .config import RunConfig, ScenarioConfig, resources_from_conf, scenario_fro
 from .errors import EvaltrailError
 from .paths import cache_dir
 from .sources import KINDS, fetch_dir
-from .scenarios import get_scenario
+from .scenarios import get_scenario, pinned_files
 
 TAXONOMY_KEYS = ("task", "domain", "language")
 COLUMNS = ("name", "task", "domain", "language", "method", "main_metric", "license", "sources")
@@ -110,7 +110,7 @@ def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
                     scenario={name: cfg}, model={}, mlflow={}, resources=resources_from_conf(conf))
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / name
-        records = fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, word_lists(cfg.metrics)), raw, cache_dir(), f"{where}: sources")
+        records = fetch_dir(pinned_files(cfg, run.resources, word_lists(cfg.metrics)), raw, cache_dir(), f"{where}: sources")
         lines.append(f"ok  sources: {len(records)} file(s) fetched, every sha256 matches")
         splits = loader.load(cfg, raw)
         again = loader.load(cfg, raw)

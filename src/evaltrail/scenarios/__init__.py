@@ -55,6 +55,15 @@ def get_scenario(name: str) -> ScenarioLoader:
     return REGISTRY[name]
 
 
+def pinned_files(cfg: ScenarioConfig, pins: dict, metric_lists) -> list[dict]:
+    """Every file the scenario fetches into data/raw/<name>/: its loader's sources and the pinned
+    word lists (`pins`, params.yaml's `resources`) that its perturbations and its metrics
+    (`metric_lists`: evaltrail.metrics.word_lists of them) read."""
+    from .. import resources
+
+    return get_scenario(cfg.name).sources(cfg) + resources.sources(pins, cfg, metric_lists)
+
+
 def _discover() -> None:
     """Import every module of this package: loader modules register themselves on import."""
     import importlib
