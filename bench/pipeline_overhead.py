@@ -5,7 +5,7 @@ no-op `dvc repro`, `dvc status`, and a metric change (one metric dropped from on
 list in params.yaml) which must re-run score and aggregate stages only, never infer. Medians of
 --repeats runs. The copy keeps the original workspace untouched.
 
-    python bench/pipeline_overhead.py [--repo PATH] [--scenario hellaswag] [--metric ece_1_bin]
+    python bench/pipeline_overhead.py [--repo PATH [PATH ...]] [--scenario hellaswag] [--metric ece_1_bin]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
 
-from common import ROOT, median, preamble, write_section  # noqa: E402
+from common import ROOT, median, preamble, require_idle, write_section  # noqa: E402
 
 SKIP = {".venv", "mlruns", "bench", "__pycache__", ".pytest_cache"}
 
@@ -38,8 +38,11 @@ def _copy(src: str, dst: str) -> None:
 
 
 def timed(repo: Path, *args: str) -> tuple[float, str]:
+    """`dvc ARGS` in `repo`, whose stages import that workspace's own src/ (each copy is measured
+    with the code it holds)."""
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     t0 = time.perf_counter()
-    out = subprocess.run(["dvc", *args], cwd=repo, capture_output=True, text=True)
+    out = subprocess.run(["dvc", *args], cwd=repo, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if out.returncode:
         raise SystemExit(f"dvc {' '.join(args)} failed in {repo}:\n{out.stdout}{out.stderr}")
@@ -68,31 +71,23 @@ def stages_run(output: str) -> list[str]:
     return re.findall(r"Running stage '([^']+)'", output)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", type=Path, default=ROOT, help="a workspace whose pipeline is up to date")
-    ap.add_argument("--scenario", default="hellaswag", help="scenario whose metric list is changed")
-    ap.add_argument("--metric", default="ece_1_bin", help="metric dropped from that scenario")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also profile one `dvc status` with py-spy and list its N heaviest functions")
-    args = ap.parse_args()
+def measure(src: Path, args: argparse.Namespace) -> dict:
+    """No-op repro, status and a metric change on a copy of workspace `src`."""
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "ws"
-        shutil.copytree(args.repo, repo, symlinks=True, copy_function=_copy, ignore=lambda d, names: [n for n in names if n in SKIP])
-        os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{repo}/mlflow.db")
+        shutil.copytree(src, repo, symlinks=True, copy_function=_copy, ignore=lambda d, names: [n for n in names if n in SKIP])
+        os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{repo}/mlflow.db"
         first, out = timed(repo, "repro")
         if stages_run(out):
-            raise SystemExit(f"{args.repo}: pipeline not up to date (ran {stages_run(out)}); run `dvc repro` there first")
+            raise SystemExit(f"{src}: pipeline not up to date (ran {stages_run(out)}); run `dvc repro` there first")
         params = yaml.safe_load((repo / "params.yaml").read_text())
-        n_stages = len(re.findall(r"^\S", subprocess.run(["dvc", "stage", "list"], cwd=repo, capture_output=True,
-                                                           text=True).stdout, re.M))
-        noop = [timed(repo, "repro")[0] for _ in range(args.repeats)]
-        status = [timed(repo, "status")[0] for _ in range(args.repeats)]
-        profile = profile_status(repo, args.profile) if args.profile else []
-        param_bytes = (repo / "params.yaml").stat().st_size
-        lock_bytes = (repo / "dvc.lock").stat().st_size
-
+        got = {"src": src, "first": first, "params": params,
+               "stages": len(re.findall(r"^\S", timed(repo, "stage", "list")[1], re.M)),
+               "noop": [timed(repo, "repro")[0] for _ in range(args.repeats)],
+               "status": [timed(repo, "status")[0] for _ in range(args.repeats)],
+               "profile": profile_status(repo, args.profile) if args.profile else [],
+               "params_kB": (repo / "params.yaml").stat().st_size / 1e3,
+               "lock_kB": (repo / "dvc.lock").stat().st_size / 1e3}
         metrics = params["scenario"][args.scenario]["metrics"]
         if args.metric not in metrics:
             raise SystemExit(f"scenario.{args.scenario}.metrics has no {args.metric}")
@@ -100,24 +95,50 @@ def main() -> None:
             **params["scenario"][args.scenario], "metrics": [m for m in metrics if m != args.metric]}}}
         original = (repo / "params.yaml").read_text()
         (repo / "params.yaml").write_text(yaml.safe_dump(changed, sort_keys=False))
-        change_wall, change_out = timed(repo, "repro")
+        got["change"], out = timed(repo, "repro")
+        got["ran"] = stages_run(out)
         (repo / "params.yaml").write_text(original)
-        back_wall, back_out = timed(repo, "repro")
-    ran, ran_back = stages_run(change_out), stages_run(back_out)
-    infer = [s for s in ran + ran_back if s.startswith("infer")]
-    lines = preamble(f"a copy of `{args.repo}` ({len(params['scenarios'])} scenarios x {len(params['models'])} "
-                     f"models, {n_stages} stages).") + [
-             "| what | wall s (median) | runs |", "|---|---|---|",
-             f"| no-op `dvc repro` | {median(noop):.2f} | {args.repeats} (first after copying: {first:.2f}) |",
-             f"| `dvc status` | {median(status):.2f} | {args.repeats} |",
-             f"| drop `{args.metric}` from scenario.{args.scenario}.metrics, `dvc repro` | {change_wall:.2f} | 1: ran "
-             f"{', '.join(ran)} |",
-             f"| restore it, `dvc repro` | {back_wall:.2f} | 1: ran {', '.join(ran_back)} |", "",
-             f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + ".",
-             "", f"params.yaml {param_bytes / 1e3:.0f} kB, dvc.lock {lock_bytes / 1e3:.0f} kB."]
-    if profile:
-        lines += ["", "Profile of one `dvc status` (py-spy, share of samples with the function on the stack):", "",
-                  "| function | inclusive |", "|---|---|", *profile]
+        got["back"], out = timed(repo, "repro")
+        got["ran_back"] = stages_run(out)
+    return got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repo", type=Path, nargs="+", default=[ROOT],
+                    help="workspaces whose pipelines are up to date (e.g. the same suite before and after a change)")
+    ap.add_argument("--scenario", default="hellaswag", help="scenario whose metric list is changed")
+    ap.add_argument("--metric", default="ece_1_bin", help="metric dropped from that scenario")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also profile one `dvc status` with py-spy and list its N heaviest functions")
+    ap.add_argument("--max-load", type=float, default=0.5, help="refuse to start above this load average")
+    args = ap.parse_args()
+    require_idle(args.max_load)
+    runs = [measure(src, args) for src in args.repo]
+    what = "; ".join(f"a copy of `{r['src']}` ({len(r['params']['scenarios'])} scenarios x "
+                     f"{len(r['params']['models'])} models, {r['stages']} stages)" for r in runs)
+    head = " | ".join(f"`{r['src'].name}`" for r in runs)
+    lines = preamble(what + ".") + [
+        f"| what | {head} |", "|---" * (len(runs) + 1) + "|",
+        f"| no-op `dvc repro`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['noop']):.2f}" for r in runs) + " |",
+        "| the same, first after copying (s) | " + " | ".join(f"{r['first']:.2f}" for r in runs) + " |",
+        f"| `dvc status`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['status']):.2f}" for r in runs) + " |",
+        f"| drop `{args.metric}` from scenario.{args.scenario}.metrics, `dvc repro` (s) | "
+        + " | ".join(f"{r['change']:.2f}" for r in runs) + " |",
+        "| restore it, `dvc repro` (s) | " + " | ".join(f"{r['back']:.2f}" for r in runs) + " |",
+        "| params.yaml, dvc.lock (kB) | " + " | ".join(f"{r['params_kB']:.0f}, {r['lock_kB']:.0f}" for r in runs) + " |",
+        ""]
+    infer = []
+    for r in runs:
+        lines.append(f"`{r['src'].name}`: the metric change ran {', '.join(r['ran'])}; restoring it ran "
+                     f"{', '.join(r['ran_back'])}.")
+        infer += [s for s in r["ran"] + r["ran_back"] if s.startswith("infer")]
+    lines += ["", f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + "."]
+    for r in runs:
+        if r["profile"]:
+            lines += ["", f"Profile of one `dvc status` in `{r['src'].name}` (py-spy, share of samples with the "
+                      "function on the stack):", "", "| function | inclusive |", "|---|---|", *r["profile"]]
     print("\n".join(lines))
     write_section("pipeline_overhead", lines)
     if infer:

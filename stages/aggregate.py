@@ -7,7 +7,6 @@ import pandas as pd
 
 from evaltrail.aggregate import (collect, families, leaderboard, metrics_json, pairwise, plots, reproduction,
                                  to_markdown)
-from evaltrail.config import load_params
 from evaltrail.io import read_json, write_json, write_text
 from evaltrail.judge.battle import to_markdown as battle_markdown
 from evaltrail.paths import (FAMILIES_JSON, LEADERBOARD_CSV, LEADERBOARD_JSON, LEADERBOARD_MD, METRICS_JSON,
@@ -15,12 +14,13 @@ from evaltrail.paths import (FAMILIES_JSON, LEADERBOARD_CSV, LEADERBOARD_JSON, L
                              battle_dir, prepare_report_path, scores_path, summary_path)
 from evaltrail.provenance.lock import git_commit, load_lock
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 from evaltrail.tracking import log_cell, log_parent, shown_uri, tracking_uri
 from evaltrail.tracking.lineage import cell_tags
 
 
 def main() -> None:
-    run = load_params()
+    run = load_stage_params("aggregate")
     card = reproduction.parse(run.reproduce, run)  # a bad `reproduce` block fails before anything is written
     summaries = collect(run)
     prepared = {s: read_json(prepare_report_path(s)) for s in run.scenarios}  # evaluation-set sizes

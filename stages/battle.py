@@ -2,17 +2,16 @@
 
 import pandas as pd
 
-from evaltrail.config import load_params, scenario_config
 from evaltrail.io import write_json, write_parquet, write_text
 from evaltrail.judge import run_judge
 from evaltrail.judge.battle import contestant_answers, judge_prompts, summarize, to_markdown, verdict_table
 from evaltrail.paths import battle_dir, completions_path, prompts_path
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str) -> None:
-    run = load_params()
-    scenario_config(run, scenario)
+    run = load_stage_params("battle", scenario)
     cfg = run.battle[scenario]
     prompt = cfg.prompt()
     completions = {m: pd.read_parquet(completions_path(scenario, m)) for m in cfg.models(run.models)}

@@ -6,15 +6,15 @@ engine/engine.json (libraries' sha256, profile, compiler) is what every infer st
 
 import sys
 
-from evaltrail.config import load_params
 from evaltrail.engine import build, notice
 from evaltrail.errors import EvaltrailError
 from evaltrail.paths import ENGINE_JSON, engine_cache_dir, engine_dir
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main() -> None:
-    run = load_params()
+    run = load_stage_params("build_engine")
     if run.engine is None:
         raise EvaltrailError("params.yaml: engine: missing; it pins the llama.cpp build (recompose with `dvc exp run`)")
     info = build(run.engine, engine_cache_dir(), engine_dir(), ENGINE_JSON)

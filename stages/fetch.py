@@ -1,15 +1,16 @@
 """fetch@<scenario>: materialize the scenario's pinned source files and verify each sha256."""
 
-from evaltrail.config import load_params, scenario_config
+from evaltrail.config import scenario_config
 from evaltrail.metrics import check_metrics, word_lists
 from evaltrail.paths import cache_dir, raw_dir
 from evaltrail.scenarios import get_scenario, pinned_files
 from evaltrail.sources import fetch_dir
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str) -> None:
-    run = load_params()
+    run = load_stage_params("fetch", scenario)
     cfg = scenario_config(run, scenario)
     loader = get_scenario(scenario)
     loader.check(cfg)

@@ -8,7 +8,7 @@ import time
 import pandas as pd
 
 from evaltrail import engine
-from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.config import model_config
 from evaltrail.costs import measure
 from evaltrail.hashing import canonical_json
 from evaltrail.io import read_json, write_json, write_parquet
@@ -22,12 +22,12 @@ from evaltrail.paths import (cache_dir, completions_path, infer_stats_path, mode
                             prompts_path)
 from evaltrail.schema import IDENTITY_KEY, STORED_COMPLETIONS_SCHEMA
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str, model: str) -> None:
     start = time.perf_counter()
-    run = load_params()
-    scenario_config(run, scenario)  # the scenario is one of the run's
+    run = load_stage_params("infer", f"{scenario}-{model}")
     cfg = model_config(run, model)
     info = read_json(model_info_path(model))
     prompts = pd.read_parquet(prompts_path(scenario))

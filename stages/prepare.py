@@ -4,17 +4,18 @@ from collections import Counter
 
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
-from evaltrail.config import load_params, scenario_config
+from evaltrail.config import scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.paths import prepare_report_path, prompts_path, raw_dir
 from evaltrail.scenarios import get_scenario, rows
 from evaltrail.schema import prompts_table
 from evaltrail.sources import check_dir
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str) -> None:
-    run = load_params()
+    run = load_stage_params("prepare", scenario)
     cfg = scenario_config(run, scenario)
     loader = get_scenario(scenario)
     loader.check(cfg)

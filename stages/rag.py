@@ -3,17 +3,16 @@ every model's answers, from a judge model's checks and pinned sentence embedding
 
 import pandas as pd
 
-from evaltrail.config import load_params, scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.judge import rag, run_judge
 from evaltrail.judge.embed import load_embedder
 from evaltrail.paths import completions_path, prompts_path, rag_dir, raw_dir
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str) -> None:
-    run = load_params()
-    scenario_config(run, scenario)
+    run = load_stage_params("rag", scenario)
     cfg = run.rag[scenario]
     completions = {m: pd.read_parquet(completions_path(scenario, m)) for m in run.models}
     items = rag.rag_items(pd.read_parquet(prompts_path(scenario)), completions)

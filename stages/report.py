@@ -2,16 +2,16 @@
 
 import sys
 
-from evaltrail.config import load_params
 from evaltrail.io import read_json
 from evaltrail.paths import MLFLOW_RUNS_JSON
 from evaltrail.report import REPORT_DIR, build_report
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 from evaltrail.tracking import attach, shown_uri, tracking_uri
 
 
 def main() -> None:
-    built = build_report(load_params(), REPORT_DIR)
+    built = build_report(load_stage_params("report"), REPORT_DIR)
     largest = max(built.files, key=built.files.get)
     print(f"report: {len(built.files)} files, {built.total_bytes / 1e6:.2f} MB "
           f"(largest {largest}: {built.files[largest] / 1e6:.2f} MB) -> {built.index}")

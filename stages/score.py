@@ -2,18 +2,18 @@
 
 import sys
 
-from evaltrail.config import load_params, model_config, scenario_config
+from evaltrail.config import scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.metrics import check_metrics
 from evaltrail.metrics.scoring import score_cell, scores_table
 from evaltrail.paths import scores_path, summary_path
 from evaltrail.stage import run_stage
+from evaltrail.stage_params import load_stage_params
 
 
 def main(scenario: str, model: str) -> None:
-    run = load_params()
+    run = load_stage_params("score", f"{scenario}-{model}")
     cfg = scenario_config(run, scenario)
-    model_config(run, model)
     check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")
     scores, summary = score_cell(run, scenario, model)
     write_parquet(scores_path(scenario, model), scores_table(scores))

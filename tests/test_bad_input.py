@@ -19,9 +19,11 @@ SMOLLM = "smollm2_135m_instruct"
 
 
 def snapshot(ws: Path) -> dict[str, str]:
-    """sha256 of every artifact: data/, models/, results/."""
+    """sha256 of every artifact: data/, models/, results/; not data/params, which configure rewrites
+    from params.yaml before the stage runs, as `dvc repro` would."""
     return {str(p.relative_to(ws)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for d in ("data", "models", "results") for p in sorted((ws / d).rglob("*")) if p.is_file()}
+            for d in ("data", "models", "results") for p in sorted((ws / d).rglob("*"))
+            if p.is_file() and not p.relative_to(ws).as_posix().startswith("data/params/")}
 
 
 def edit_params(ws: Path, change) -> None:
@@ -72,8 +74,9 @@ CASES = {
     "sha256 pin mismatch": (
         lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"]["sources"][0].update(sha256="ab" * 32)),
         ["fetch.py", "hellaswag"], r"scenario.hellaswag.sources.*expected abab.*, got 5d21a8cf"),
-    "unknown scenario": (lambda ws: None, ["prepare.py", "nope"], r"unknown scenario 'nope' in params.yaml; valid: .*hellaswag"),
-    "unknown model": (lambda ws: None, ["infer.py", "hellaswag", "nope"], r"unknown model 'nope' in params.yaml; valid: "),
+    "unknown scenario": (lambda ws: None, ["prepare.py", "nope"], r"prepare 'nope' is not a stage of params.yaml .*valid: .*hellaswag"),
+    "unknown model": (lambda ws: None, ["infer.py", "hellaswag", "nope"],
+                      rf"infer 'hellaswag-nope' is not a stage of params.yaml .*valid: .*hellaswag-{SMOLLM}"),
     "unknown metric": (
         lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"]["metrics"].append("acc_nrom")),
         ["score.py", "hellaswag", SMOLLM], r"scenario.hellaswag.metrics: unknown metric 'acc_nrom'; valid: .*acc_norm"),
@@ -168,7 +171,10 @@ def test_bad_input_fails_in_one_line_and_keeps_artifacts(case, base, tmp_path):
     before = snapshot(ws)
     env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"), **extra_env}
     argv = ["-m", "evaltrail.cli", *cmd[1:]] if cmd[0] == "evaltrail" else [f"stages/{cmd[0]}", *cmd[1:]]
-    proc = subprocess.run([sys.executable, *argv], cwd=ws, env=env, capture_output=True, text=True)
+    # configure checks params.yaml whole and writes the stage's slice, as `dvc repro` runs it first
+    proc = subprocess.run([sys.executable, "stages/configure.py"], cwd=ws, env=env, capture_output=True, text=True)
+    if proc.returncode == 0:
+        proc = subprocess.run([sys.executable, *argv], cwd=ws, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "%|" not in ln and not ln.startswith("llama")]
     assert proc.returncode == 1, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 
 import pandas as pd
@@ -80,6 +81,10 @@ def test_a_new_judge_prompt_makes_only_the_battle_stale(battle_repo, tmp_path):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["battle"][SCENARIO]["template"] += "\nBe brief."
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    status = dvc(repo, "status").stdout
+    stale = [line[:-1] for line in status.splitlines() if line and not line[0].isspace()]
+    assert stale == ["configure"] and re.search(r"modified: +battle\n", status)  # the top-level key that changed
+    dvc(repo, "repro", "configure")  # writes the slices: the stages whose slice changed are stale
     stale = [line[:-1] for line in dvc(repo, "status").stdout.splitlines() if line and not line[0].isspace()]
     assert stale == [f"battle@{SCENARIO}"]
 

@@ -87,7 +87,8 @@ def files(root) -> dict[str, bytes]:
 
 
 def run_stage(ws, *argv):
-    """A stage CLI from `ws` (only imports: every case here fails while loading params.yaml)."""
+    """A stage CLI from `ws` (only imports: every case here fails while loading params.yaml, which the
+    configure stage alone reads)."""
     proc = subprocess.run([sys.executable, str(ROOT / "stages" / argv[0]), *argv[1:]], cwd=ws, check=False,
                           capture_output=True, text=True)
     return proc.returncode, proc.stderr.splitlines()
@@ -103,7 +104,7 @@ def test_names_must_be_snake_case_identifiers(tmp_path, group, key):
         parse_params(raw)
 
 
-def test_fetch_model_refuses_a_path_as_model_key_and_touches_nothing(tmp_path):
+def test_configure_refuses_a_path_as_model_key_and_touches_nothing(tmp_path):
     raw = _raw(tmp_path)
     raw["model"]["../../../victim"] = raw["model"]["smollm2_135m_instruct"]
     ws = tmp_path / "a" / "ws"  # models/../../../victim is tmp_path/victim
@@ -112,7 +113,7 @@ def test_fetch_model_refuses_a_path_as_model_key_and_touches_nothing(tmp_path):
     (tmp_path / "victim").mkdir()
     (tmp_path / "victim" / "keep.txt").write_text("not yours")
     before = files(tmp_path)
-    code, err = run_stage(ws, "fetch_model.py", "../../../victim")
+    code, err = run_stage(ws, "configure.py")
     assert code == 1 and len(err) == 1, err
     assert err[0] == ("error: params.yaml: model key '../../../victim' is not a snake_case identifier "
                       "([a-z][a-z0-9_]*); rename it")
@@ -222,7 +223,7 @@ def test_validate_and_stages_refuse_a_bad_knob_before_any_disk_work(tmp_path, ca
     assert main(["validate", "--params", str(ws / "params.yaml")]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"error: {ws / 'params.yaml'}: max_eval_instances: -1; expected null or an integer >= 1"]
-    code, err = run_stage(ws, "prepare.py", "hellaswag")
+    code, err = run_stage(ws, "configure.py")
     assert code == 1 and err == ["error: params.yaml: max_eval_instances: -1; expected null or an integer >= 1"]
     assert files(tmp_path) == before
 

@@ -8,7 +8,7 @@ import platform
 
 import pytest
 
-from evaltrail import engine
+from evaltrail import config, engine
 from evaltrail.config import run_from_conf
 from evaltrail.errors import EvaltrailError
 
@@ -57,7 +57,7 @@ def test_native_kernels_and_other_architectures_are_declared_identities(pinned, 
 ])
 def test_a_bad_engine_block_is_one_line_naming_the_key(raw, key):
     with pytest.raises(EvaltrailError, match=key.replace(".", r"\.")) as err:
-        engine.engine_config(raw)
+        config.engine_config(raw)
     assert "\n" not in str(err.value)
 
 

@@ -155,6 +155,9 @@ def test_bad_pin_fails_clearly_and_keeps_earlier_results(repo):
         assert (repo / "results" / "leaderboard.csv").read_text() == board_before
     finally:
         params.write_text(original)
+        ran = dvc(repo, "repro").stdout
+    # configure had written the bad pin's slices; restored, it alone runs (fetch never recorded the bad pin)
+    assert [ln for ln in ran.splitlines() if ln.startswith("Running stage")] == ["Running stage 'configure':"]
 
 
 def test_editing_a_raw_file_makes_trace_fail(repo):

@@ -24,11 +24,12 @@ from evaltrail.aggregate import leaderboard
 from evaltrail.config import load_params
 from evaltrail.errors import EvaltrailError
 from evaltrail.io import write_json, write_parquet, write_text
-from evaltrail.paths import (LEADERBOARD_JSON, completions_path, prompts_path, scores_path, sources_json,
-                             summary_path)
+from evaltrail.paths import (LEADERBOARD_JSON, PARAMS_SLICES, completions_path, prompts_path, scores_path,
+                             sources_json, summary_path)
 from evaltrail.report import build_report
 from evaltrail.schema import (COMPLETIONS_SCHEMA, SCORES_SCHEMA, Reference, make_instance, make_request,
                               prompts_table)
+from evaltrail.stage_params import write_slices
 
 from .conftest import ROOT
 
@@ -154,6 +155,7 @@ def make_inputs(root: Path) -> dict:
     with contextlib.chdir(root):
         write_text("params.yaml", yaml.safe_dump(PARAMS, sort_keys=False))
         run = load_params()
+        write_slices(PARAMS, PARAMS_SLICES)  # what the configure stage writes: the report stage reads its slice
         made = {"mmlu": _mmlu(run.scenario["mmlu"]), "hellaswag": _hellaswag()}
         summaries = {}
         for s, d in made.items():

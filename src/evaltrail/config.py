@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from .engine import engine_config
 from .errors import EvaltrailError
 from .sources import expand
 
@@ -294,7 +293,41 @@ class RunConfig:
     rag_scenarios: list[str] = field(default_factory=list)
     """Derived: the keys of `rag`."""
     engine: Any = None
-    """The pinned llama.cpp build (evaltrail.engine.EngineConfig); None where params.yaml has none."""
+    """The pinned llama.cpp build (EngineConfig); None where params.yaml has none."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """params.yaml `engine`: which llama.cpp computes every logprob."""
+    source: dict
+    """The llama-cpp-python sdist on PyPI: package, version, sha256, license."""
+    profile: str
+    """Name of the pinned kernel profile (e.g. x86_64_avx2)."""
+    arch: str
+    """Machine architecture the pinned profile runs on (platform.machine())."""
+    cmake_args: tuple[str, ...]
+    """CMake flags that fix the profile's instruction sets (no build-time CPU detection)."""
+    kernels: str = "pinned"
+    """pinned: the profile above; native: this CPU's own kernels (-march=native), another identity."""
+    sha256: str | None = None
+    """Identity of the pinned build (sha256 over its libraries) on the reference toolchain."""
+
+
+def engine_config(raw: dict | None, where: str = "params.yaml: engine") -> EngineConfig:
+    if not isinstance(raw, dict):
+        raise EvaltrailError(f"{where}: missing; it pins the llama.cpp build (see conf/config.yaml)")
+    src = raw.get("source") or {}
+    for key in ("package", "version", "sha256"):
+        if not src.get(key):
+            raise EvaltrailError(f"{where}.source.{key}: required (the pinned llama-cpp-python sdist)")
+    kernels = raw.get("kernels", "pinned")
+    if kernels not in ("pinned", "native"):
+        raise EvaltrailError(f"{where}.kernels: {kernels!r}; valid: pinned, native")
+    args = raw.get("cmake_args")
+    if not isinstance(args, list) or not all(isinstance(a, str) and a.startswith("-D") for a in args):
+        raise EvaltrailError(f"{where}.cmake_args: expected a list of -DNAME=VALUE flags")
+    return EngineConfig(source=dict(src), profile=str(raw.get("profile")), arch=str(raw.get("arch")),
+                        cmake_args=tuple(args), kernels=kernels, sha256=raw.get("sha256"))
 
 
 _NOUNS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping",
@@ -383,7 +416,32 @@ def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
     return build(ScenarioConfig, data, where, name=name)
 
 
-def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
+def _check_references(scen: dict, mods: dict, battles: dict, rag: dict, source: str) -> None:
+    """Battles and RAG checks name a scenario, a judge and contestants of the same run."""
+    for n, b in battles.items():
+        where = f"{source}: battle.{n}"
+        if n not in scen:
+            raise EvaltrailError(f"{where}: battles need scenario {n!r} in the run; add it to the suite's defaults")
+        if b.judge not in mods:
+            raise EvaltrailError(f"{where}.judge: {b.judge!r} is not a model of the run; add it to the suite's "
+                                 f"defaults (valid: {', '.join(sorted(mods))})")
+        contestants = b.models(list(mods))
+        if unknown := sorted(set(contestants) - set(mods)):
+            raise EvaltrailError(f"{where}.contestants: {unknown[0]!r} is not a model of the run "
+                                 f"(valid: {', '.join(sorted(mods))})")
+        if len(set(contestants)) < 2:
+            raise EvaltrailError(f"{where}.contestants: a battle needs at least two models, got {contestants}")
+    for n, r in rag.items():
+        if n not in scen:
+            raise EvaltrailError(f"{source}: rag.{n}: RAG metrics need scenario {n!r} in the run; add it to the suite")
+        if r.judge not in mods:
+            raise EvaltrailError(f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
+                                 f"suite's defaults (valid: {', '.join(sorted(mods))})")
+
+
+def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> RunConfig:
+    """The typed run config. `whole=False` reads one stage's slice (evaltrail.stage_params): the
+    references between groups (a battle's scenario, judge and contestants) were checked on the whole."""
     raw = dict(raw)
     for group in ("scenario", "model", "battle", "rag"):  # their keys become paths: check before anything else
         named = raw.get(group) or {}
@@ -410,29 +468,13 @@ def parse_params(raw: dict, source: str = PARAMS_FILE) -> RunConfig:
     battles = {n: build(BattleConfig, c, f"{source}: battle.{n}", scenario=n)
                for n, c in (raw.pop("battle", None) or {}).items()}
     for n, b in battles.items():
-        where = f"{source}: battle.{n}"
-        if n not in scen:
-            raise EvaltrailError(f"{where}: battles need scenario {n!r} in the run; add it to the suite's defaults")
-        if b.judge not in mods:
-            raise EvaltrailError(f"{where}.judge: {b.judge!r} is not a model of the run; add it to the suite's "
-                                 f"defaults (valid: {', '.join(sorted(mods))})")
-        contestants = b.models(list(mods))
-        if unknown := sorted(set(contestants) - set(mods)):
-            raise EvaltrailError(f"{where}.contestants: {unknown[0]!r} is not a model of the run "
-                                 f"(valid: {', '.join(sorted(mods))})")
-        if len(set(contestants)) < 2:
-            raise EvaltrailError(f"{where}.contestants: a battle needs at least two models, got {contestants}")
         try:
             b.prompt()
         except EvaltrailError as exc:
-            raise EvaltrailError(f"{where}.template/labels: {exc} (see conf/judge/)") from None
+            raise EvaltrailError(f"{source}: battle.{n}.template/labels: {exc} (see conf/judge/)") from None
     rag = {n: build(RagConfig, c, f"{source}: rag.{n}", scenario=n) for n, c in (raw.pop("rag", None) or {}).items()}
-    for n, r in rag.items():
-        if n not in scen:
-            raise EvaltrailError(f"{source}: rag.{n}: RAG metrics need scenario {n!r} in the run; add it to the suite")
-        if r.judge not in mods:
-            raise EvaltrailError(f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
-                                 f"suite's defaults (valid: {', '.join(sorted(mods))})")
+    if whole:
+        _check_references(scen, mods, battles, rag, source)
     engine = raw.pop("engine", None)
     engine = None if engine is None else engine_config(engine, f"{source}: engine")
     return build(RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag,

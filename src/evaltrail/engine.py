@@ -25,9 +25,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from .config import EngineConfig
 from .errors import EvaltrailError
 from .hashing import sha256_file, stable_id
 
@@ -53,38 +53,6 @@ GLIBC = "2.28"
 NATIVE_ARGS = ("-DGGML_NATIVE=ON",)
 
 
-@dataclass(frozen=True)
-class EngineConfig:
-    """params.yaml `engine`: which llama.cpp computes every logprob."""
-    source: dict
-    """The llama-cpp-python sdist on PyPI: package, version, sha256, license."""
-    profile: str
-    """Name of the pinned kernel profile (e.g. x86_64_avx2)."""
-    arch: str
-    """Machine architecture the pinned profile runs on (platform.machine())."""
-    cmake_args: tuple[str, ...]
-    """CMake flags that fix the profile's instruction sets (no build-time CPU detection)."""
-    kernels: str = "pinned"
-    """pinned: the profile above; native: this CPU's own kernels (-march=native), another identity."""
-    sha256: str | None = None
-    """Identity of the pinned build (sha256 over its libraries) on the reference toolchain."""
-
-
-def engine_config(raw: dict | None, where: str = "params.yaml: engine") -> EngineConfig:
-    if not isinstance(raw, dict):
-        raise EvaltrailError(f"{where}: missing; it pins the llama.cpp build (see conf/config.yaml)")
-    src = raw.get("source") or {}
-    for key in ("package", "version", "sha256"):
-        if not src.get(key):
-            raise EvaltrailError(f"{where}.source.{key}: required (the pinned llama-cpp-python sdist)")
-    kernels = raw.get("kernels", "pinned")
-    if kernels not in ("pinned", "native"):
-        raise EvaltrailError(f"{where}.kernels: {kernels!r}; valid: pinned, native")
-    args = raw.get("cmake_args")
-    if not isinstance(args, list) or not all(isinstance(a, str) and a.startswith("-D") for a in args):
-        raise EvaltrailError(f"{where}.cmake_args: expected a list of -DNAME=VALUE flags")
-    return EngineConfig(source=dict(src), profile=str(raw.get("profile")), arch=str(raw.get("arch")),
-                        cmake_args=tuple(args), kernels=kernels, sha256=raw.get("sha256"))
 
 
 def effective(cfg: EngineConfig) -> tuple[str, tuple[str, ...], str | None]:

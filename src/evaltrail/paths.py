@@ -8,6 +8,14 @@ from pathlib import Path
 CACHE_ENV = "EVALTRAIL_CACHE"
 
 
+PARAMS_SLICES = Path("data/params")
+"""The configure stage's output: each stage's slice of params.yaml (evaltrail.stage_params)."""
+
+
+def params_slice_path(stage: str, unit: str | None = None) -> Path:
+    return PARAMS_SLICES / f"{stage}.json" if unit is None else PARAMS_SLICES / stage / f"{unit}.json"
+
+
 def raw_dir(scenario: str) -> Path:
     return Path("data/raw") / scenario
 
