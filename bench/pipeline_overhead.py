@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
 
-from common import ROOT, median, preamble, require_idle, write_section  # noqa: E402
+from common import ROOT, command, git_commit, machine, median, require_idle, write_section  # noqa: E402
 
 SKIP = {".venv", "mlruns", "bench", "__pycache__", ".pytest_cache"}
 
@@ -115,12 +115,13 @@ def main() -> None:
     ap.add_argument("--max-load", type=float, default=0.5, help="refuse to start above this load average")
     args = ap.parse_args()
     require_idle(args.max_load)
+    head = machine()  # its load average: the one before any measurement
     runs = [measure(src, args) for src in args.repo]
     what = "; ".join(f"a copy of `{r['src']}` ({len(r['params']['scenarios'])} scenarios x "
                      f"{len(r['params']['models'])} models, {r['stages']} stages)" for r in runs)
-    head = " | ".join(f"`{r['src'].name}`" for r in runs)
-    lines = preamble(what + ".") + [
-        f"| what | {head} |", "|---" * (len(runs) + 1) + "|",
+    cols = " | ".join(f"`{r['src'].name}`" for r in runs)
+    lines = [head, "", f"`{command()}` at commit {git_commit()}: {what}.", ""] + [
+        f"| what | {cols} |", "|---" * (len(runs) + 1) + "|",
         f"| no-op `dvc repro`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['noop']):.2f}" for r in runs) + " |",
         "| the same, first after copying (s) | " + " | ".join(f"{r['first']:.2f}" for r in runs) + " |",
         f"| `dvc status`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['status']):.2f}" for r in runs) + " |",
