@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-
 from common import median, preamble, write_section  # noqa: E402
 
 MODELS = ["model_a", "model_b"]
@@ -35,8 +34,9 @@ METRICS = ["exact_match", "f1_score", "exact_match/robustness", "exact_match/fai
 
 def synthesize(rows: int, out: Path) -> None:
     """Write scores Parquet files totalling `rows` rows, seeded."""
-    from evaltrail.metrics.scoring import scores_table
     import pyarrow.parquet as pq
+
+    from evaltrail.metrics.scoring import scores_table
 
     rng = np.random.default_rng(0)
     per_cell = rows // (len(MODELS) * len(SCENARIOS) * len(METRICS))
@@ -47,10 +47,16 @@ def synthesize(rows: int, out: Path) -> None:
             correct = (rng.uniform(size=per_cell) < skill + 0.05 * k).astype(float)
             f1 = np.clip(correct * 0.7 + rng.uniform(0, 0.3, per_cell), 0, 1)
             worst = correct * (rng.uniform(size=per_cell) < 0.8)
-            frame = pd.DataFrame({
-                "instance_id": np.tile(ids, len(METRICS)), "metric": np.repeat(METRICS, per_cell),
-                "value": np.concatenate([correct, f1, worst, worst]), "perturbation": None,
-                "trial": np.zeros(per_cell * len(METRICS), np.int32), "original_id": np.tile(ids, len(METRICS))})
+            frame = pd.DataFrame(
+                {
+                    "instance_id": np.tile(ids, len(METRICS)),
+                    "metric": np.repeat(METRICS, per_cell),
+                    "value": np.concatenate([correct, f1, worst, worst]),
+                    "perturbation": None,
+                    "trial": np.zeros(per_cell * len(METRICS), np.int32),
+                    "original_id": np.tile(ids, len(METRICS)),
+                }
+            )
             (out / s).mkdir(parents=True, exist_ok=True)
             pq.write_table(scores_table(frame), out / s / f"{m}.parquet")
 
@@ -64,8 +70,14 @@ def child(directory: Path) -> dict:
     t0 = time.perf_counter()
     scores, summaries = {}, {}
     for s in SCENARIOS:
-        cfg = ScenarioConfig(name=s, method="generation", eval_split="test", metrics=["exact_match", "f1_score"],
-                             main_metric="exact_match", sources=[])
+        cfg = ScenarioConfig(
+            name=s,
+            method="generation",
+            eval_split="test",
+            metrics=["exact_match", "f1_score"],
+            main_metric="exact_match",
+            sources=[],
+        )
         for m in MODELS:
             sc = pd.read_parquet(directory / s / f"{m}.parquet")
             scores[(s, m)] = sc
@@ -75,9 +87,15 @@ def child(directory: Path) -> dict:
     table, fit = pairwise.ratings(outcomes, 2000, 0)
     diffs = pairwise.differences(outcomes, 2000, 0)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "rows": int(sum(len(v) for v in scores.values())), "board_rows": len(board), "fit": fit,
-            "battles": int(table["battles"].sum() // 2) if len(table) else 0, "pairs": len(diffs)}
+    return {
+        "wall_s": wall,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rows": int(sum(len(v) for v in scores.values())),
+        "board_rows": len(board),
+        "fit": fit,
+        "battles": int(table["battles"].sum() // 2) if len(table) else 0,
+        "pairs": len(diffs),
+    }
 
 
 def main() -> None:
@@ -89,22 +107,29 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child)))
         return
-    lines = preamble(f"{len(MODELS)} models x {len(SCENARIOS)} scenarios x {len(METRICS)} metrics; bootstrap 2,000 "
-                     f"samples; a fresh process per run.") + [
-             "| per-instance rows | battles | wall s (median) | peak RSS MB (median) | added wall s over the previous size |",
-             "|---|---|---|---|---|"]
+    lines = preamble(
+        f"{len(MODELS)} models x {len(SCENARIOS)} scenarios x {len(METRICS)} metrics; bootstrap 2,000 "
+        f"samples; a fresh process per run."
+    ) + [
+        "| per-instance rows | battles | wall s (median) | peak RSS MB (median) "
+        "| added wall s over the previous size |",
+        "|---|---|---|---|---|",
+    ]
     previous = None
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             synthesize(size, Path(tmp))
             runs = []
             for _ in range(args.repeats):
-                out = subprocess.run([sys.executable, __file__, "--child", tmp], capture_output=True, text=True,
-                                     check=True)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", tmp], capture_output=True, text=True, check=True
+                )
                 runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         wall, rss = median([r["wall_s"] for r in runs]), median([r["peak_rss_mb"] for r in runs])
-        lines.append(f"| {runs[0]['rows']:,} | {runs[0]['battles']:,} | {wall:.2f} | {rss:.0f} | "
-                     f"{'—' if previous is None else f'{wall - previous:+.2f}'} |")
+        lines.append(
+            f"| {runs[0]['rows']:,} | {runs[0]['battles']:,} | {wall:.2f} | {rss:.0f} | "
+            f"{'—' if previous is None else f'{wall - previous:+.2f}'} |"
+        )
         previous = wall
         print(lines[-1])
     write_section("aggregate_scale", lines)

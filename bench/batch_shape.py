@@ -40,7 +40,7 @@ def decode_rate(L, model, tokens: list[int], ubatch: int, flash: bool, threads: 
     try:
         t0 = time.perf_counter()
         for lo in range(0, len(stream), ubatch):
-            chunk = stream[lo:lo + ubatch]
+            chunk = stream[lo : lo + ubatch]
             for k, (s, i, t) in enumerate(chunk):
                 batch.token[k], batch.pos[k], batch.n_seq_id[k] = t, i, 1
                 batch.seq_id[k][0] = s
@@ -73,8 +73,11 @@ def main() -> None:
 
     _logger.set_verbose(False)
     lines = preamble(f"{args.tokens} tokens of README.md as 4 sequences; tokens/s, median of {args.repeats}") + [
-        "| model | threads | rows with logits | flash attention | " + " | ".join(f"n_ubatch {s}" for s in SHAPES) + " |",
-        "|---|---|---|---|" + "---|" * len(SHAPES)]
+        "| model | threads | rows with logits | flash attention | "
+        + " | ".join(f"n_ubatch {s}" for s in SHAPES)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(SHAPES),
+    ]
     for name in args.models:
         mp = L.llama_model_default_params()
         model = L.llama_model_load_from_file(str(ROOT / model_path(name)).encode(), mp)
@@ -82,14 +85,18 @@ def main() -> None:
         raw = TEXT.encode()
         buf = (L.llama_token * len(raw))()
         n = L.llama_tokenize(vocab, raw, len(raw), buf, len(buf), True, False)
-        tokens = list(buf[:min(n, args.tokens)])
+        tokens = list(buf[: min(n, args.tokens)])
         for threads in args.threads:
             for rows in args.rows:
                 for flash in (True, False):
-                    rates = [median([decode_rate(L, model, tokens, s, flash, threads, rows)
-                                     for _ in range(args.repeats)]) for s in SHAPES]
-                    line = (f"| {name} | {threads} | {'1 per batch' if rows == 'last' else 'every 2nd'} | "
-                            f"{'on' if flash else 'off'} | " + " | ".join(f"{r:.0f}" for r in rates) + " |")
+                    rates = [
+                        median([decode_rate(L, model, tokens, s, flash, threads, rows) for _ in range(args.repeats)])
+                        for s in SHAPES
+                    ]
+                    line = (
+                        f"| {name} | {threads} | {'1 per batch' if rows == 'last' else 'every 2nd'} | "
+                        f"{'on' if flash else 'off'} | " + " | ".join(f"{r:.0f}" for r in rates) + " |"
+                    )
                     print(line, flush=True)
                     lines.append(line)
         L.llama_model_free(model)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "RESULTS.md"
-HEADER = ("# Benchmarks\n\nEach section is written by the script it names (`python bench/<script>.py`), "
-          "with the machine it ran on. Medians of several runs; ratios are measured within one run.\n")
+HEADER = (
+    "# Benchmarks\n\nEach section is written by the script it names (`python bench/<script>.py`), "
+    "with the machine it ran on. Medians of several runs; ratios are measured within one run.\n"
+)
 
 
 def machine() -> str:
@@ -40,9 +42,11 @@ def machine() -> str:
     except Exception:  # noqa: BLE001 - no built engine: the line says so
         llama = "absent (run `dvc repro build_engine`)"
     load = os.getloadavg()[0]
-    return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
-            f"llama-cpp-python {llama}, load average {load:.2f} at the start, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    return (
+        f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
+        f"llama-cpp-python {llama}, load average {load:.2f} at the start, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
 
 
 def require_idle(max_load: float = 0.5) -> None:
@@ -50,8 +54,10 @@ def require_idle(max_load: float = 0.5) -> None:
     process on a core makes every figure a measurement of the contention instead."""
     load = os.getloadavg()[0]
     if load > max_load:
-        raise SystemExit(f"bench: 1-minute load average {load:.2f} > {max_load}: the machine is busy; "
-                         f"wait for it to be idle (or pass a higher limit to require_idle)")
+        raise SystemExit(
+            f"bench: 1-minute load average {load:.2f} > {max_load}: the machine is busy; "
+            f"wait for it to be idle (or pass a higher limit to require_idle)"
+        )
 
 
 def median(xs) -> float:
@@ -81,5 +87,6 @@ def git_commit() -> str:
 
 
 def command() -> str:
-    return "python " + " ".join([str(Path(sys.argv[0]).relative_to(ROOT)) if Path(sys.argv[0]).is_absolute()
-                                 else sys.argv[0], *sys.argv[1:]])
+    return "python " + " ".join(
+        [str(Path(sys.argv[0]).relative_to(ROOT)) if Path(sys.argv[0]).is_absolute() else sys.argv[0], *sys.argv[1:]]
+    )

@@ -41,8 +41,11 @@ def ideal_tokens(jobs) -> int:
 
 def best_raw(b, tokens: list[int]) -> tuple[float, str]:
     """The fastest raw decode of `tokens` over RAW_SHAPES x flash on/off (logits every 2nd row)."""
-    runs = {(s, f): decode_rate(b.lib, b.llm._model.model, tokens, s, f, b.threads, "half")
-            for s in RAW_SHAPES for f in (True, False)}
+    runs = {
+        (s, f): decode_rate(b.lib, b.llm._model.model, tokens, s, f, b.threads, "half")
+        for s in RAW_SHAPES
+        for f in (True, False)
+    }
     (s, f), rate = max(runs.items(), key=lambda kv: kv[1])
     return rate, f"n_ubatch {s}, flash {'on' if f else 'off'}"
 
@@ -76,9 +79,11 @@ def loglikelihoods(run, model: str, prompts) -> str:
     stream = [t for j in jobs[:200] for t in j.tokens][:2048]
     raw, how = best_raw(b, stream)
     rate = evaluated / wall
-    line = (f"| {model} | {len(items):,} | {wall:.1f} | {evaluated:,} | {ideal:,} | {evaluated / ideal:.3f} | "
-            f"{evaluated / naive:.3f} | {rate:.0f} | {raw:.0f} ({how}) | {rate / raw:.2f} | "
-            f"{100 * spent[0] / wall:.1f}% |")
+    line = (
+        f"| {model} | {len(items):,} | {wall:.1f} | {evaluated:,} | {ideal:,} | {evaluated / ideal:.3f} | "
+        f"{evaluated / naive:.3f} | {rate:.0f} | {raw:.0f} ({how}) | {rate / raw:.2f} | "
+        f"{100 * spent[0] / wall:.1f}% |"
+    )
     print(line, flush=True)
     return line
 
@@ -90,7 +95,7 @@ def one_at_a_time(b, tokens: list[int], n_out: int, ctx, batch) -> None:
     L = b.lib
     L.llama_memory_clear(L.llama_get_memory(ctx), True)
     for lo in range(0, len(tokens), 512):
-        chunk = tokens[lo:lo + 512]
+        chunk = tokens[lo : lo + 512]
         for k, t in enumerate(chunk):
             batch.token[k], batch.pos[k], batch.n_seq_id[k] = t, lo + k, 1
             batch.seq_id[k][0], batch.logits[k] = 0, lo + k == len(tokens) - 1
@@ -122,8 +127,10 @@ def generation(run, model: str, prompts, max_tokens: int) -> str:
     finally:
         L.llama_batch_free(batch)
         L.llama_free(ctx)
-    line = (f"| {model} | {len(items)} | {max_tokens} | {produced:,} | {wall:.1f} | {produced / wall:.1f} | "
-            f"{single:.1f} | {produced / single:.1f} | {single / wall:.2f} |")
+    line = (
+        f"| {model} | {len(items)} | {max_tokens} | {produced:,} | {wall:.1f} | {produced / wall:.1f} | "
+        f"{single:.1f} | {produced / single:.1f} | {single / wall:.2f} |"
+    )
     print(line, flush=True)
     return line
 
@@ -141,17 +148,24 @@ def main() -> None:
     run = run_config("core")
     prompts = requests(run, args.scenario, args.instances)
     prompts = prompts[prompts.method == "loglikelihood"]
-    lines = preamble(f"{args.scenario}, {args.instances} instances ({len(prompts)} loglikelihood requests), "
-                     f"cold, one run per model.") + [
+    lines = preamble(
+        f"{args.scenario}, {args.instances} instances ({len(prompts)} loglikelihood requests), cold, one run per model."
+    ) + [
         "| model | requests | wall s | tokens evaluated | ideal (token-granular) | evaluated / ideal | "
         "evaluated / naive | evaluated tok/s | best raw decode tok/s | ratio | log-softmax share |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lines += [loglikelihoods(run, m, prompts) for m in args.models]
     if args.generate:
         gsm = requests(run, "gsm8k", args.generate)
-        lines += ["", f"Greedy generation, {args.generate} GSM8K prompts (5-shot), up to {args.max_tokens} tokens:", "",
-                  "| model | prompts | max tokens | tokens generated | packed wall s | packed tok/s | one at a time wall s "
-                  "| one at a time tok/s | speed-up |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"Greedy generation, {args.generate} GSM8K prompts (5-shot), up to {args.max_tokens} tokens:",
+            "",
+            "| model | prompts | max tokens | tokens generated | packed wall s | packed tok/s | one at a time wall s "
+            "| one at a time tok/s | speed-up |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         lines += [generation(run, m, gsm, args.max_tokens) for m in args.models]
     write_section("infer_throughput", lines)
 

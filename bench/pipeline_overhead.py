@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
-
 from common import ROOT, command, git_commit, machine, median, require_idle, write_section  # noqa: E402
 
 SKIP = {".venv", "mlruns", "bench", "__pycache__", ".pytest_cache"}
@@ -53,8 +52,12 @@ def profile_status(repo: Path, top: int) -> list[str]:
     """Where a `dvc status` spends its time: py-spy samples, each function's inclusive share
     (the share of samples with it on the stack), DVC's own call chain only."""
     raw = repo / "status.pyspy"
-    subprocess.run(["py-spy", "record", "--rate", "200", "--format", "raw", "--output", str(raw), "--", "dvc",
-                    "status"], cwd=repo, capture_output=True, check=True)
+    subprocess.run(
+        ["py-spy", "record", "--rate", "200", "--format", "raw", "--output", str(raw), "--", "dvc", "status"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    )
     incl: dict[str, int] = {}
     total = 0
     for line in raw.read_text().splitlines():
@@ -75,24 +78,38 @@ def measure(src: Path, args: argparse.Namespace) -> dict:
     """No-op repro, status and a metric change on a copy of workspace `src`."""
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "ws"
-        shutil.copytree(src, repo, symlinks=True, copy_function=_copy, ignore=lambda d, names: [n for n in names if n in SKIP])
+        shutil.copytree(
+            src, repo, symlinks=True, copy_function=_copy, ignore=lambda d, names: [n for n in names if n in SKIP]
+        )
         os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{repo}/mlflow.db"
         first, out = timed(repo, "repro")
         if stages_run(out):
             raise SystemExit(f"{src}: pipeline not up to date (ran {stages_run(out)}); run `dvc repro` there first")
         params = yaml.safe_load((repo / "params.yaml").read_text())
-        got = {"src": src, "first": first, "params": params,
-               "stages": len(re.findall(r"^\S", timed(repo, "stage", "list")[1], re.M)),
-               "noop": [timed(repo, "repro")[0] for _ in range(args.repeats)],
-               "status": [timed(repo, "status")[0] for _ in range(args.repeats)],
-               "profile": profile_status(repo, args.profile) if args.profile else [],
-               "params_kB": (repo / "params.yaml").stat().st_size / 1e3,
-               "lock_kB": (repo / "dvc.lock").stat().st_size / 1e3}
+        got = {
+            "src": src,
+            "first": first,
+            "params": params,
+            "stages": len(re.findall(r"^\S", timed(repo, "stage", "list")[1], re.M)),
+            "noop": [timed(repo, "repro")[0] for _ in range(args.repeats)],
+            "status": [timed(repo, "status")[0] for _ in range(args.repeats)],
+            "profile": profile_status(repo, args.profile) if args.profile else [],
+            "params_kB": (repo / "params.yaml").stat().st_size / 1e3,
+            "lock_kB": (repo / "dvc.lock").stat().st_size / 1e3,
+        }
         metrics = params["scenario"][args.scenario]["metrics"]
         if args.metric not in metrics:
             raise SystemExit(f"scenario.{args.scenario}.metrics has no {args.metric}")
-        changed = {**params, "scenario": {**params["scenario"], args.scenario: {
-            **params["scenario"][args.scenario], "metrics": [m for m in metrics if m != args.metric]}}}
+        changed = {
+            **params,
+            "scenario": {
+                **params["scenario"],
+                args.scenario: {
+                    **params["scenario"][args.scenario],
+                    "metrics": [m for m in metrics if m != args.metric],
+                },
+            },
+        }
         original = (repo / "params.yaml").read_text()
         (repo / "params.yaml").write_text(yaml.safe_dump(changed, sort_keys=False))
         got["change"], out = timed(repo, "repro")
@@ -105,41 +122,75 @@ def measure(src: Path, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", type=Path, nargs="+", default=[ROOT],
-                    help="workspaces whose pipelines are up to date (e.g. the same suite before and after a change)")
+    ap.add_argument(
+        "--repo",
+        type=Path,
+        nargs="+",
+        default=[ROOT],
+        help="workspaces whose pipelines are up to date (e.g. the same suite before and after a change)",
+    )
     ap.add_argument("--scenario", default="hellaswag", help="scenario whose metric list is changed")
     ap.add_argument("--metric", default="ece_1_bin", help="metric dropped from that scenario")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also profile one `dvc status` with py-spy and list its N heaviest functions")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also profile one `dvc status` with py-spy and list its N heaviest functions",
+    )
     ap.add_argument("--max-load", type=float, default=0.5, help="refuse to start above this load average")
     args = ap.parse_args()
     require_idle(args.max_load)
     head = machine()  # its load average: the one before any measurement
     runs = [measure(src, args) for src in args.repo]
-    what = "; ".join(f"a copy of `{r['src']}` ({len(r['params']['scenarios'])} scenarios x "
-                     f"{len(r['params']['models'])} models, {r['stages']} stages)" for r in runs)
+    what = "; ".join(
+        f"a copy of `{r['src']}` ({len(r['params']['scenarios'])} scenarios x "
+        f"{len(r['params']['models'])} models, {r['stages']} stages)"
+        for r in runs
+    )
     cols = " | ".join(f"`{r['src'].name}`" for r in runs)
     lines = [head, "", f"`{command()}` at commit {git_commit()}: {what}.", ""] + [
-        f"| what | {cols} |", "|---" * (len(runs) + 1) + "|",
-        f"| no-op `dvc repro`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['noop']):.2f}" for r in runs) + " |",
+        f"| what | {cols} |",
+        "|---" * (len(runs) + 1) + "|",
+        f"| no-op `dvc repro`, median of {args.repeats} (s) | "
+        + " | ".join(f"{median(r['noop']):.2f}" for r in runs)
+        + " |",
         "| the same, first after copying (s) | " + " | ".join(f"{r['first']:.2f}" for r in runs) + " |",
-        f"| `dvc status`, median of {args.repeats} (s) | " + " | ".join(f"{median(r['status']):.2f}" for r in runs) + " |",
+        f"| `dvc status`, median of {args.repeats} (s) | "
+        + " | ".join(f"{median(r['status']):.2f}" for r in runs)
+        + " |",
         f"| drop `{args.metric}` from scenario.{args.scenario}.metrics, `dvc repro` (s) | "
-        + " | ".join(f"{r['change']:.2f}" for r in runs) + " |",
+        + " | ".join(f"{r['change']:.2f}" for r in runs)
+        + " |",
         "| restore it, `dvc repro` (s) | " + " | ".join(f"{r['back']:.2f}" for r in runs) + " |",
-        "| params.yaml, dvc.lock (kB) | " + " | ".join(f"{r['params_kB']:.0f}, {r['lock_kB']:.0f}" for r in runs) + " |",
-        ""]
+        "| params.yaml, dvc.lock (kB) | "
+        + " | ".join(f"{r['params_kB']:.0f}, {r['lock_kB']:.0f}" for r in runs)
+        + " |",
+        "",
+    ]
     infer = []
     for r in runs:
-        lines.append(f"`{r['src'].name}`: the metric change ran {', '.join(r['ran'])}; restoring it ran "
-                     f"{', '.join(r['ran_back'])}.")
+        lines.append(
+            f"`{r['src'].name}`: the metric change ran {', '.join(r['ran'])}; restoring it ran "
+            f"{', '.join(r['ran_back'])}."
+        )
         infer += [s for s in r["ran"] + r["ran_back"] if s.startswith("infer")]
-    lines += ["", f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + "."]
+    lines += [
+        "",
+        f"infer stages re-run by the metric change: {len(infer)}" + (f" ({', '.join(infer)})" if infer else "") + ".",
+    ]
     for r in runs:
         if r["profile"]:
-            lines += ["", f"Profile of one `dvc status` in `{r['src'].name}` (py-spy, share of samples with the "
-                      "function on the stack):", "", "| function | inclusive |", "|---|---|", *r["profile"]]
+            lines += [
+                "",
+                f"Profile of one `dvc status` in `{r['src'].name}` (py-spy, share of samples with the "
+                "function on the stack):",
+                "",
+                "| function | inclusive |",
+                "|---|---|",
+                *r["profile"],
+            ]
     print("\n".join(lines))
     write_section("pipeline_overhead", lines)
     if infer:

@@ -55,7 +55,7 @@ def ideal_ratio(model: str, scenario: str, n: int) -> tuple[int, int]:
     seqs = []
     for p, c in sorted(zip(prompts["prompt"], prompts["continuation"])):
         ctx = p.rstrip(" ")
-        seqs.append(b._tokens(ctx + p[len(ctx):] + c))
+        seqs.append(b._tokens(ctx + p[len(ctx) :] + c))
     ideal, prev = 0, []
     for t in seqs:
         k = 0
@@ -76,20 +76,49 @@ def main() -> None:
         return infer_once(*args.child, args.instances)
     lines = preamble(f"HellaSwag, {args.instances} instances, prefix reuse off; py-spy --native at 50 Hz.") + [
         "| model | samples in the infer loop | " + " | ".join(FRAMES) + " | elsewhere |",
-        "|---|---|" + "---|" * (len(FRAMES) + 1)]
+        "|---|---|" + "---|" * (len(FRAMES) + 1),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
             raw = Path(tmp) / f"{model}.txt"
-            subprocess.run(["py-spy", "record", "--native", "--rate", "50", "--format", "raw", "--output", str(raw),
-                            "--", sys.executable, __file__, "--instances", str(args.instances), "--child", model,
-                            "hellaswag"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "py-spy",
+                    "record",
+                    "--native",
+                    "--rate",
+                    "50",
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(raw),
+                    "--",
+                    sys.executable,
+                    __file__,
+                    "--instances",
+                    str(args.instances),
+                    "--child",
+                    model,
+                    "hellaswag",
+                ],
+                check=True,
+                capture_output=True,
+            )
             sh = shares(raw)
             rest = 1 - sum(sh[k] for k in FRAMES)
-            lines.append(f"| {model} | {sh['samples']} | " + " | ".join(f"{100 * sh[k]:.0f}%" for k in FRAMES)
-                         + f" | {100 * rest:.0f}% |")
-    lines += ["", "Prefix reuse at best (token-granular longest common prefix with the previous request, "
-              "sorted order), SmolLM2's tokenizer:", "", "| scenario | naive tokens | ideal | ideal ratio |",
-              "|---|---|---|---|"]
+            lines.append(
+                f"| {model} | {sh['samples']} | "
+                + " | ".join(f"{100 * sh[k]:.0f}%" for k in FRAMES)
+                + f" | {100 * rest:.0f}% |"
+            )
+    lines += [
+        "",
+        "Prefix reuse at best (token-granular longest common prefix with the previous request, "
+        "sorted order), SmolLM2's tokenizer:",
+        "",
+        "| scenario | naive tokens | ideal | ideal ratio |",
+        "|---|---|---|---|",
+    ]
     for scenario in ("hellaswag", "arc_challenge"):
         naive, ideal = ideal_ratio(args.models[0], scenario, args.instances)
         lines.append(f"| {scenario} | {naive:,} | {ideal:,} | {ideal / naive:.3f} |")

@@ -66,8 +66,9 @@ class Probe:
             if L.llama_decode(ctx, batch) != 0:
                 raise SystemExit(f"llama_decode failed for layout {[(s, len(t)) for s, t in layout]}")
             rows = [k for k, it in enumerate(items) if it[0] == 0]
-            return np.stack([np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, k), shape=(self.nv,)).copy()
-                             for k in rows])
+            return np.stack(
+                [np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, k), shape=(self.nv,)).copy() for k in rows]
+            )
         finally:
             L.llama_batch_free(batch)
             L.llama_free(ctx)
@@ -84,10 +85,13 @@ def probe(model: str) -> list[str]:
     lines = []
     for flash in (False, True):
         ref = pr.logits([(0, pr.a)], 256, flash)
-        cells = {"repeat": _cmp(pr.logits([(0, pr.a)], 256, flash), ref),
-                 "neighbour after": _cmp(pr.logits([(0, pr.a), (1, pr.filler(1, 60))], 256, flash), ref),
-                 "other neighbours after": _cmp(pr.logits([(0, pr.a), (1, pr.filler(2, 90)), (2, pr.filler(3, 7))],
-                                                          256, flash), ref)}
+        cells = {
+            "repeat": _cmp(pr.logits([(0, pr.a)], 256, flash), ref),
+            "neighbour after": _cmp(pr.logits([(0, pr.a), (1, pr.filler(1, 60))], 256, flash), ref),
+            "other neighbours after": _cmp(
+                pr.logits([(0, pr.a), (1, pr.filler(2, 90)), (2, pr.filler(3, 7))], 256, flash), ref
+            ),
+        }
         for off in OFFSETS:
             cells[f"{off} before"] = _cmp(pr.logits([(1, pr.filler(10 + off, off)), (0, pr.a)], 256, flash), ref)
         cells["unpadded"] = _cmp(pr.logits([(0, pr.a)], None, flash), ref)
@@ -104,11 +108,13 @@ def main() -> None:
     ap.add_argument("--model", nargs="+", default=["smollm2_135m_instruct", "gemma3_270m"])
     args = ap.parse_args()
     require_idle()
-    lines = preamble(f"sequence A ({len(TEXT)} bytes of text) decoded in a 256-token batch with a "
-                     f"{N_SEQ}-sequence unified KV cache, against other layouts")
+    lines = preamble(
+        f"sequence A ({len(TEXT)} bytes of text) decoded in a 256-token batch with a "
+        f"{N_SEQ}-sequence unified KV cache, against other layouts"
+    )
     rows = []
     for m in args.model:
-        rows += probe(m)[(2 if rows else 0):]
+        rows += probe(m)[(2 if rows else 0) :]
     print("\n".join(rows))
     write_section("seq_independence", lines + rows)
 

@@ -64,10 +64,13 @@ def main() -> None:
     ap.add_argument("--max-load", type=float, default=0.5, help="refuse to start above this load average")
     args = ap.parse_args()
     require_idle(args.max_load)
-    lines = preamble(f"{args.threads} threads, one token per sequence per step, logits at every row, median of "
-                     f"{args.repeats} steps; ms per sequence (lower is better).") + [
+    lines = preamble(
+        f"{args.threads} threads, one token per sequence per step, logits at every row, median of "
+        f"{args.repeats} steps; ms per sequence (lower is better)."
+    ) + [
         "| model | cells in the cache | " + " | ".join(f"{r} sequences" for r in ROWS) + " |",
-        "|---|---|" + "---|" * len(ROWS)]
+        "|---|---|" + "---|" * len(ROWS),
+    ]
     for model in args.models:
         lines += step_costs(model, args.threads, args.repeats)
     write_section("step_cost", lines)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from common import ROOT
 
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
@@ -25,8 +26,6 @@ from evaltrail.scenarios import get_scenario
 from evaltrail.schema import prompts_table
 from evaltrail.sources import fetch_dir
 
-from common import ROOT
-
 
 def run_config(suite: str = "core", overrides: tuple[str, ...] = ()) -> RunConfig:
     """params.yaml as `dvc exp run -S suite=<suite>` would compose it."""
@@ -39,8 +38,12 @@ def requests(run: RunConfig, scenario: str, n: int | None) -> pd.DataFrame:
     loader = get_scenario(scenario)
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp)
-        fetch_dir(loader.sources(cfg) + resources.sources(run.resources, cfg, word_lists(cfg.metrics)), raw, cache_dir(),
-                  scenario)
+        fetch_dir(
+            loader.sources(cfg) + resources.sources(run.resources, cfg, word_lists(cfg.metrics)),
+            raw,
+            cache_dir(),
+            scenario,
+        )
         splits = loader.load(cfg, raw)
         pairs = get_adapter(cfg.method).build(cfg, run, splits, {})
     return prompts_table(pairs).to_pandas()

@@ -19,16 +19,19 @@ def main(scenario: str) -> None:
     judgements, reqs = judge_prompts(answers, prompt)
     outputs, computed, identity = run_judge(run, cfg.judge, reqs, f"battle {scenario} judged by {cfg.judge}")
     verdicts = verdict_table(judgements, reqs, outputs, prompt, cfg.judge, identity["sha256"])
-    summary = summarize(verdicts.to_pandas(), prompt, run.bootstrap_samples, run.seed, cfg.penalty_C,
-                           f"battle.{scenario}.penalty_C")
+    summary = summarize(
+        verdicts.to_pandas(), prompt, run.bootstrap_samples, run.seed, cfg.penalty_C, f"battle.{scenario}.penalty_C"
+    )
     out = battle_dir(scenario)
     write_parquet(out / "verdicts.parquet", verdicts)
     write_json(out / "ratings.json", {"scenario": scenario, **summary})
     write_text(out / "ratings.md", to_markdown(scenario, summary))
-    print(f"battle {scenario}: {len(judgements)} judgements, {len(reqs)} judge requests ({len(reqs) - computed} "
-          f"from cache), agreement "
-          f"{summary['agreement']:.1%}, undefined {summary['verdicts']['undefined']}; "
-          + ", ".join(f"{r['model']} {r['rating']:.0f}" for r in summary["ratings"]))
+    print(
+        f"battle {scenario}: {len(judgements)} judgements, {len(reqs)} judge requests ({len(reqs) - computed} "
+        f"from cache), agreement "
+        f"{summary['agreement']:.1%}, undefined {summary['verdicts']['undefined']}; "
+        + ", ".join(f"{r['model']} {r['rating']:.0f}" for r in summary["ratings"])
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,12 @@ def main(scenario: str) -> None:
     loader = get_scenario(scenario)
     loader.check(cfg)
     check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")  # before any download
-    records = fetch_dir(pinned_files(cfg, run.resources, word_lists(cfg.metrics)), raw_dir(scenario), cache_dir(),
-                        f"params.yaml: scenario.{scenario}.sources")
+    records = fetch_dir(
+        pinned_files(cfg, run.resources, word_lists(cfg.metrics)),
+        raw_dir(scenario),
+        cache_dir(),
+        f"params.yaml: scenario.{scenario}.sources",
+    )
     print(f"fetch {scenario}: {len(records)} file(s), {sum(r['bytes'] for r in records):,} bytes verified")
 
 

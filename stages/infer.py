@@ -18,8 +18,15 @@ from evaltrail.models.distributed import ADDRESS_ENV, RayShards
 from evaltrail.models.infer import run_requests
 from evaltrail.models.llama_cpp import cpu_kernels
 from evaltrail.models.weights import verified_weights
-from evaltrail.paths import (cache_dir, completions_path, infer_stats_path, model_dir, model_info_path, model_path,
-                            prompts_path)
+from evaltrail.paths import (
+    cache_dir,
+    completions_path,
+    infer_stats_path,
+    model_dir,
+    model_info_path,
+    model_path,
+    prompts_path,
+)
 from evaltrail.schema import IDENTITY_KEY, STORED_COMPLETIONS_SCHEMA
 from evaltrail.stage import run_stage
 from evaltrail.stage_params import load_stage_params
@@ -35,8 +42,9 @@ def main(scenario: str, model: str) -> None:
 
     def load():
         if os.environ.get(ADDRESS_ENV) and cfg.backend == "llama_cpp":  # shard over a Ray cluster: same answers
-            return RayShards(cfg, model_path(model), verified_weights(cfg, model_path(model), info),
-                             os.environ[ADDRESS_ENV])
+            return RayShards(
+                cfg, model_path(model), verified_weights(cfg, model_path(model), info), os.environ[ADDRESS_ENV]
+            )
         return open_model(cfg, model_dir(model), info)
 
     identity = model_identity(cfg, info)
@@ -49,16 +57,27 @@ def main(scenario: str, model: str) -> None:
     # What measures the machine and this run lives apart (results/costs, not a DVC output): seconds,
     # KV reuse, throughput, memory, and the kernels llama.cpp reports (evaltrail.costs).
     seen = {"cpu_kernels": cpu_kernels()} if cfg.backend == "llama_cpp" else {}
-    write_json(infer_stats_path(scenario, model), {
-        "wall_s": round(time.perf_counter() - start, 3), "requests": table.num_rows, "computed": computed,
-        "from_cache": table.num_rows - computed,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **seen,
-        "identity": identity, "measured": measure(table.to_pandas())})
+    write_json(
+        infer_stats_path(scenario, model),
+        {
+            "wall_s": round(time.perf_counter() - start, 3),
+            "requests": table.num_rows,
+            "computed": computed,
+            "from_cache": table.num_rows - computed,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            **seen,
+            "identity": identity,
+            "measured": measure(table.to_pandas()),
+        },
+    )
     print(f"infer {scenario} x {model}: {table.num_rows} requests ({table.num_rows - computed} from cache)")
     cut = [n for n in table.column("truncated_tokens").to_pylist() if n]
     if cut:
-        print(f"warning: {len(cut)} prompt(s) exceeded model.{model}.n_ctx={cfg.n_ctx} and lost their leftmost "
-              f"{min(cut)}-{max(cut)} tokens (instructions / oldest in-context examples)", file=sys.stderr)
+        print(
+            f"warning: {len(cut)} prompt(s) exceeded model.{model}.n_ctx={cfg.n_ctx} and lost their leftmost "
+            f"{min(cut)}-{max(cut)} tokens (instructions / oldest in-context examples)",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

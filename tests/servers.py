@@ -24,8 +24,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(proc: subprocess.Popen, ready: Callable[[], bool], what: str, log: Path | None = None,
-             timeout_s: float = 120) -> None:
+def wait_for(
+    proc: subprocess.Popen, ready: Callable[[], bool], what: str, log: Path | None = None, timeout_s: float = 120
+) -> None:
     """Poll `ready()` until true; a clear error (with the log's tail) if `proc` exits or time runs out."""
     deadline = time.monotonic() + timeout_s
     while not ready():
@@ -46,15 +47,38 @@ def answers(url: str, **kw) -> bool:
 
 
 @contextmanager
-def llama_server(gguf: Path, alias: str, api_key: str | None = None, log: Path | None = None,
-                 n_ctx: int = 2048) -> Iterator[str]:
+def llama_server(
+    gguf: Path, alias: str, api_key: str | None = None, log: Path | None = None, n_ctx: int = 2048
+) -> Iterator[str]:
     """`python -m llama_cpp.server` on a free loopback port; yields its base URL (…/v1)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--logits_all", "true", "--seed", "0",
-           # the embedded backend's attention kernel (flash attention, per-row below 64 rows), so a
-           # served answer differs from the embedded one only by how tokens are batched
-           "--flash_attn", "true", "--n_batch", "60", "--n_ubatch", "60"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--logits_all",
+        "true",
+        "--seed",
+        "0",
+        # the embedded backend's attention kernel (flash attention, per-row below 64 rows), so a
+        # served answer differs from the embedded one only by how tokens are batched
+        "--flash_attn",
+        "true",
+        "--n_batch",
+        "60",
+        "--n_ubatch",
+        "60",
+    ]
     if api_key:
         cmd += ["--api_key", api_key]
     out = open(log, "wb") if log else subprocess.DEVNULL
@@ -112,8 +136,9 @@ class FaultProxy:
                     time.sleep(proxy.stall_s)
                     return self._send(504, b'{"error": "late"}')  # the client gave up already
                 fwd = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")}
-                resp = httpx.request(method, proxy.upstream + self.path.removeprefix("/v1"), content=body,
-                                     headers=fwd, timeout=300)
+                resp = httpx.request(
+                    method, proxy.upstream + self.path.removeprefix("/v1"), content=body, headers=fwd, timeout=300
+                )
                 with proxy.lock:
                     proxy.forwarded += 1
                 if kind == "truncated":

@@ -6,13 +6,17 @@ from evaltrail.aggregate import leaderboard, metrics_json, to_markdown
 
 
 def summary(main, **metrics):
-    return {"main_metric": main, "metrics": {m: {"mean": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "n": 10}
-                                             for m, v in metrics.items()}}
+    return {
+        "main_metric": main,
+        "metrics": {m: {"mean": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "n": 10} for m, v in metrics.items()},
+    }
 
 
-SUMMARIES = {("hellaswag", "a"): summary("acc_norm", acc=0.3, acc_norm=0.35),
-             ("mmlu", "a"): summary("exact_match", exact_match=0.25),
-             ("mmlu", "b"): summary("exact_match", exact_match=0.28)}
+SUMMARIES = {
+    ("hellaswag", "a"): summary("acc_norm", acc=0.3, acc_norm=0.35),
+    ("mmlu", "a"): summary("exact_match", exact_match=0.25),
+    ("mmlu", "b"): summary("exact_match", exact_match=0.28),
+}
 
 
 def test_rows_mark_the_main_metric():
@@ -20,7 +24,10 @@ def test_rows_mark_the_main_metric():
     assert len(board) == 4
     main = board[board["main"]]
     assert sorted(zip(main["scenario"], main["model"], main["metric"])) == [
-        ("hellaswag", "a", "acc_norm"), ("mmlu", "a", "exact_match"), ("mmlu", "b", "exact_match")]
+        ("hellaswag", "a", "acc_norm"),
+        ("mmlu", "a", "exact_match"),
+        ("mmlu", "b", "exact_match"),
+    ]
 
 
 def test_markdown_has_model_rows_and_scenario_columns():
@@ -36,10 +43,22 @@ def test_metrics_json_nests_scenario_model_metric():
 
 def test_markdown_groups_every_metric_by_family_with_direction():
     summ = summary("exact_match", exact_match=0.25)
-    summ["metrics"]["exact_match/robustness"] = {"mean": 0.2, "ci_low": 0.1, "ci_high": 0.3, "n": 10,
-                                                 "family": "robustness", "higher_is_better": True}
-    summ["metrics"]["ece_10_bin"] = {"mean": 0.3, "ci_low": 0.2, "ci_high": 0.4, "n": 10,
-                                     "family": "calibration", "higher_is_better": False}
+    summ["metrics"]["exact_match/robustness"] = {
+        "mean": 0.2,
+        "ci_low": 0.1,
+        "ci_high": 0.3,
+        "n": 10,
+        "family": "robustness",
+        "higher_is_better": True,
+    }
+    summ["metrics"]["ece_10_bin"] = {
+        "mean": 0.3,
+        "ci_low": 0.2,
+        "ci_high": 0.4,
+        "n": 10,
+        "family": "calibration",
+        "higher_is_better": False,
+    }
     board = leaderboard({("mmlu", "a"): summ})
     assert list(board["family"]) == ["accuracy", "calibration", "robustness"]  # HELM's family order
     md = to_markdown(board)

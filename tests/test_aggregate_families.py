@@ -10,8 +10,15 @@ from evaltrail.aggregate import families, pairwise, plots
 
 
 def st(mean, family="accuracy", hib=True, ci="wilson"):
-    return {"mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1, "n": 10, "family": family,
-            "higher_is_better": hib, "ci": ci}
+    return {
+        "mean": mean,
+        "ci_low": mean - 0.1,
+        "ci_high": mean + 0.1,
+        "n": 10,
+        "family": family,
+        "higher_is_better": hib,
+        "ci": ci,
+    }
 
 
 def summ(main, **metrics):
@@ -19,12 +26,24 @@ def summ(main, **metrics):
 
 
 SUMMARIES = {
-    ("mmlu", "a"): summ("exact_match", exact_match=st(0.3), ece_10_bin=st(0.2, "calibration", False, "bootstrap"),
-                        **{"exact_match/robustness": st(0.2, "robustness")}),
-    ("mmlu", "b"): summ("exact_match", exact_match=st(0.5), ece_10_bin=st(0.1, "calibration", False, "bootstrap"),
-                        **{"exact_match/robustness": st(0.2, "robustness")}),
-    ("mmlu", "c"): summ("exact_match", exact_match=st(0.4), ece_10_bin=st(0.3, "calibration", False, "bootstrap"),
-                        **{"exact_match/robustness": st(0.1, "robustness")}),
+    ("mmlu", "a"): summ(
+        "exact_match",
+        exact_match=st(0.3),
+        ece_10_bin=st(0.2, "calibration", False, "bootstrap"),
+        **{"exact_match/robustness": st(0.2, "robustness")},
+    ),
+    ("mmlu", "b"): summ(
+        "exact_match",
+        exact_match=st(0.5),
+        ece_10_bin=st(0.1, "calibration", False, "bootstrap"),
+        **{"exact_match/robustness": st(0.2, "robustness")},
+    ),
+    ("mmlu", "c"): summ(
+        "exact_match",
+        exact_match=st(0.4),
+        ece_10_bin=st(0.3, "calibration", False, "bootstrap"),
+        **{"exact_match/robustness": st(0.1, "robustness")},
+    ),
     ("rtp", "a"): summ("toxic_fraction", toxic_fraction=st(0.1, "toxicity", False)),
     ("rtp", "b"): summ("toxic_fraction", toxic_fraction=st(0.3, "toxicity", False)),
     ("rtp", "c"): summ("toxic_fraction", toxic_fraction=st(0.2, "toxicity", False)),
@@ -43,14 +62,27 @@ def test_family_tables_and_hand_computed_win_rates():
     md = "\n".join(families.to_markdown(list(tables.values())))
     assert "| b | 1.000 | 0.500 [0.400, 0.600] |" in md
     rec = families.to_records(list(tables.values()))[0]
-    assert rec["rows"][1] == {"model": "b", "mean_win_rate": 1.0,
-                              "cells": {"mmlu: exact_match": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 10}}}
+    assert rec["rows"][1] == {
+        "model": "b",
+        "mean_win_rate": 1.0,
+        "cells": {"mmlu: exact_match": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 10}},
+    }
 
 
 def scores(values: dict[str, list[float]]) -> dict:
-    return {("s", m): pd.DataFrame({"instance_id": [f"i{k}" for k in range(len(v))], "metric": "acc", "value": v,
-                                    "perturbation": None, "trial": 0, "original_id": [f"i{k}" for k in range(len(v))]})
-            for m, v in values.items()}
+    return {
+        ("s", m): pd.DataFrame(
+            {
+                "instance_id": [f"i{k}" for k in range(len(v))],
+                "metric": "acc",
+                "value": v,
+                "perturbation": None,
+                "trial": 0,
+                "original_id": [f"i{k}" for k in range(len(v))],
+            }
+        )
+        for m, v in values.items()
+    }
 
 
 def test_pairwise_ratings_and_paired_differences():
@@ -76,18 +108,32 @@ def test_pairwise_falls_back_to_a_penalized_fit_when_one_model_never_loses():
 
 
 def test_plot_tables_and_subject_breakdown():
-    summaries = {("mmlu", m): {"main_metric": "exact_match", "metrics": {"exact_match": st(v), "prompt_tokens": st(90.0, "efficiency"),
-                                                                            "output_tokens": st(10.0, "efficiency")},
-                               "groups": {"anatomy": {"exact_match": {"n": 2, "mean": v}},
-                                          "virology": {"exact_match": {"n": 4, "mean": v / 2}}},
-                               "reliability": [{"bin": 0, "confidence": 0.4, "accuracy": 0.3, "n": 6}]}
-                 for m, v in (("a", 0.5), ("b", 0.8))}
+    summaries = {
+        ("mmlu", m): {
+            "main_metric": "exact_match",
+            "metrics": {
+                "exact_match": st(v),
+                "prompt_tokens": st(90.0, "efficiency"),
+                "output_tokens": st(10.0, "efficiency"),
+            },
+            "groups": {
+                "anatomy": {"exact_match": {"n": 2, "mean": v}},
+                "virology": {"exact_match": {"n": 4, "mean": v / 2}},
+            },
+            "reliability": [{"bin": 0, "confidence": 0.4, "accuracy": 0.3, "n": 6}],
+        }
+        for m, v in (("a", 0.5), ("b", 0.8))
+    }
     cost = plots.accuracy_vs_tokens(summaries)
     assert list(cost["label"]) == ["a · mmlu", "b · mmlu"] and list(cost["tokens_per_instance"]) == [100.0, 100.0]
     assert len(plots.reliability(summaries)) == 2
     subj = plots.subjects(summaries)
     assert list(zip(subj["subject"], subj["model"], subj["accuracy"])) == [
-        ("anatomy", "a", 0.5), ("virology", "a", 0.25), ("anatomy", "b", 0.8), ("virology", "b", 0.4)]
+        ("anatomy", "a", 0.5),
+        ("virology", "a", 0.25),
+        ("anatomy", "b", 0.8),
+        ("virology", "b", 0.4),
+    ]
     md = "\n".join(plots.subjects_markdown(subj, summaries))
     assert "| **macro average** (over subjects) | 2 | 0.375 | 0.600 |" in md
     assert "| **micro average** (over questions) | 6 | 0.500 | 0.800 |" in md
@@ -97,8 +143,12 @@ def test_a_headline_undefined_for_one_model_shows_a_dash():
     """BBQ's bias score is undefined for a model that never gives a non-unknown answer: the
     family table keeps the column (the other model has it) and shows a dash, no crash."""
     undefined = {"mean": None, "ci_low": None, "ci_high": None, "n": 48, "family": "bias", "higher_is_better": False}
-    tables = families.family_tables({("bbq", "a"): summ("exact_match", bbq_bias_ambiguous=st(0.1, "bias", False)),
-                                     ("bbq", "b"): summ("exact_match", bbq_bias_ambiguous=undefined)})
+    tables = families.family_tables(
+        {
+            ("bbq", "a"): summ("exact_match", bbq_bias_ambiguous=st(0.1, "bias", False)),
+            ("bbq", "b"): summ("exact_match", bbq_bias_ambiguous=undefined),
+        }
+    )
     bias = next(t for t in tables if t.family == "bias")
     assert bias.columns == ["bbq: bbq_bias_ambiguous"]
     md = "\n".join(families.to_markdown([bias]))

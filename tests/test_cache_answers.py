@@ -16,28 +16,47 @@ from evaltrail.config import load_params
 from evaltrail.errors import EvaltrailError
 from evaltrail.hashing import canonical_json
 from evaltrail.io import write_json, write_parquet
-from evaltrail.models.answers import (ANSWERS_SCHEMA, ImportResult, export_answers, import_answers, local_identity,
-                                      read_answers)
+from evaltrail.models.answers import (
+    ANSWERS_SCHEMA,
+    ImportResult,
+    export_answers,
+    import_answers,
+    local_identity,
+    read_answers,
+)
 from evaltrail.models.cache import RequestCache, cache_key, checksum
 from evaltrail.models.infer import _CONTENT, _content, run_requests
 from evaltrail.paths import cache_dir, model_info_path, prompts_path
 from evaltrail.schema import Reference, make_instance, make_request, prompts_table
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-SCENARIO = {"method": "multiple_choice_separate", "eval_split": "test", "metrics": ["acc"], "main_metric": "acc",
-            "sources": []}
-PARAMS = {"seed": 0, "max_eval_instances": None, "bootstrap_samples": 10, "scenarios": ["alpha", "beta"],
-          "models": ["smol"], "mlflow": {}, "scenario": {"alpha": SCENARIO, "beta": SCENARIO},
-          "model": {"smol": {"backend": "llama_cpp", "weights": {"sha256": SHA, "parts": []}, "n_ctx": 512,
-                             "n_batch": 64}}}
+SCENARIO = {
+    "method": "multiple_choice_separate",
+    "eval_split": "test",
+    "metrics": ["acc"],
+    "main_metric": "acc",
+    "sources": [],
+}
+PARAMS = {
+    "seed": 0,
+    "max_eval_instances": None,
+    "bootstrap_samples": 10,
+    "scenarios": ["alpha", "beta"],
+    "models": ["smol"],
+    "mlflow": {},
+    "scenario": {"alpha": SCENARIO, "beta": SCENARIO},
+    "model": {"smol": {"backend": "llama_cpp", "weights": {"sha256": SHA, "parts": []}, "n_ctx": 512, "n_batch": 64}},
+}
 
 
 def _prompts(questions):
     pairs = []
     for q, opts in questions:
         inst = make_instance("test", q, [Reference(o, i == 0) for i, o in enumerate(opts)])
-        pairs += [(inst, make_request(inst.instance_id, 0, "loglikelihood", q, continuation=" " + o, choice_index=i))
-                  for i, o in enumerate(opts)]
+        pairs += [
+            (inst, make_request(inst.instance_id, 0, "loglikelihood", q, continuation=" " + o, choice_index=i))
+            for i, o in enumerate(opts)
+        ]
         pairs.append((inst, make_request(inst.instance_id, 0, "generate", q, max_tokens=3, stop=("\n",))))
     pairs.append((inst, make_request(inst.instance_id, 0, "loglikelihood_rolling", q)))
     return prompts_table(pairs)
@@ -46,10 +65,17 @@ def _prompts(questions):
 def _answer(content: dict, i: int) -> dict:
     """An answer shaped like the llama_cpp backend's, with full-precision floats."""
     lps = [-0.1 * (i + 1) / 3, -1 / 7 - i]
-    answer = {"text": f" white{i}" if content["method"] == "generate" else None, "logprob": sum(lps),
-              "is_greedy": None if content["method"] == "loglikelihood_rolling" else i % 2 == 0,
-              "token_logprobs": lps, "num_prompt_tokens": 3 + i, "num_output_tokens": 2, "num_evaluated_tokens": 5,
-              "truncated_tokens": 0, "runtime_s": 0.012345678901 * (i + 1)}
+    answer = {
+        "text": f" white{i}" if content["method"] == "generate" else None,
+        "logprob": sum(lps),
+        "is_greedy": None if content["method"] == "loglikelihood_rolling" else i % 2 == 0,
+        "token_logprobs": lps,
+        "num_prompt_tokens": 3 + i,
+        "num_output_tokens": 2,
+        "num_evaluated_tokens": 5,
+        "truncated_tokens": 0,
+        "runtime_s": 0.012345678901 * (i + 1),
+    }
     if content["method"] != "loglikelihood_rolling":
         answer["rendered_prompt"] = None
     return answer
@@ -88,8 +114,13 @@ def _sealed(row: dict, identity=None, answer=None) -> dict:
     """The row as an honest export elsewhere would write it: key and checksum match the new content."""
     identity = json.loads(row["identity"]) if identity is None else identity
     text = row["answer"] if answer is None else canonical_json(answer)
-    return {**row, "key": cache_key(identity, json.loads(row["request"])), "identity": canonical_json(identity),
-            "answer": text, "answer_sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return {
+        **row,
+        "key": cache_key(identity, json.loads(row["request"])),
+        "identity": canonical_json(identity),
+        "answer": text,
+        "answer_sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
 
 
 def test_export_is_deterministic_sorted_zstd_and_computes_nothing(repo, tmp_path):
@@ -97,8 +128,10 @@ def test_export_is_deterministic_sorted_zstd_and_computes_nothing(repo, tmp_path
     result = export_answers(run, cache, tmp_path / "a.parquet")
     export_answers(run, cache, tmp_path / "b.parquet")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
-    assert [(c.scenario, c.model, c.requests, c.missing) for c in result.cells] == [("alpha", "smol", 7, 0),
-                                                                                   ("beta", "smol", 6, 1)]
+    assert [(c.scenario, c.model, c.requests, c.missing) for c in result.cells] == [
+        ("alpha", "smol", 7, 0),
+        ("beta", "smol", 6, 1),
+    ]
     table = pq.read_table(tmp_path / "a.parquet")
     assert table.schema == ANSWERS_SCHEMA and table.num_rows == result.rows == len(_all(cache)) == 7 + 6 - 2 - 1
     assert table.column("key").to_pylist() == sorted(_all(cache))
@@ -121,6 +154,7 @@ def test_import_into_an_empty_cache_is_bit_identical(repo, tmp_path):
 
     def never():
         raise AssertionError("a model was loaded: an imported answer is missing")
+
     ident = local_identity(run, "smol")
     assert run_requests(prompts, ident, fresh, never)[0].equals(run_requests(prompts, ident, cache, never)[0])
     assert import_answers(table, run, fresh) == ImportResult(imported=0, present=10, conflicts=0, refused=())
@@ -130,11 +164,14 @@ def test_cli_export_then_import_on_another_machine(repo, tmp_path, monkeypatch, 
     out = tmp_path / "answers.parquet"
     assert main(["cache", "export", "--out", str(out), "--scenario", "beta", "--model", "smol"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "1 of 6 requests of beta x smol are not in the cache", f"{out}: 5 answers of 1 cells"]
+        "1 of 6 requests of beta x smol are not in the cache",
+        f"{out}: 5 answers of 1 cells",
+    ]
     monkeypatch.setenv("EVALTRAIL_CACHE", str(tmp_path / "elsewhere"))
     assert main(["cache", "import", str(out)]) == 0
-    assert capsys.readouterr().out == (f"{out}: imported 5, already present 0, conflicting 0 (the cached answer "
-                                       f"is kept), refused 0\n")
+    assert capsys.readouterr().out == (
+        f"{out}: imported 5, already present 0, conflicting 0 (the cached answer is kept), refused 0\n"
+    )
 
 
 def test_edited_rows_are_refused_and_the_rest_imported(repo, tmp_path, capsys):
@@ -142,14 +179,17 @@ def test_edited_rows_are_refused_and_the_rest_imported(repo, tmp_path, capsys):
     out = tmp_path / "answers.parquet"
     export_answers(run, cache, out)
     first, second = pq.read_table(out).column("key").to_pylist()[:2]
-    edits = {first: lambda r: {**r, "answer": canonical_json({**json.loads(r["answer"]), "logprob": 0.0})},
-             second: lambda r: {**r, "request": canonical_json({**json.loads(r["request"]), "prompt": "Cats make"})}}
+    edits = {
+        first: lambda r: {**r, "answer": canonical_json({**json.loads(r["answer"]), "logprob": 0.0})},
+        second: lambda r: {**r, "request": canonical_json({**json.loads(r["request"]), "prompt": "Cats make"})},
+    }
     _edit(out, lambda r: edits.get(r["key"], lambda r: r)(r))
     fresh = RequestCache(tmp_path / "other.sqlite")
     result = import_answers(read_answers(out), run, fresh)
     assert (result.imported, [r.rows for r in result.refused]) == (8, [2])
-    assert result.refused[0].reason == ("edited after export (the answer does not match its sha256; "
-                                        "the key does not match identity + request)")
+    assert result.refused[0].reason == (
+        "edited after export (the answer does not match its sha256; the key does not match identity + request)"
+    )
     assert first not in _all(fresh) and second not in _all(fresh)
 
 
@@ -180,8 +220,10 @@ def test_answers_that_are_not_completions_are_refused(repo, tmp_path):
     generate = next(r for r in rows if json.loads(r["request"])["method"] == "generate")
     loglik = next(r for r in rows if json.loads(r["request"])["method"] == "loglikelihood")
     answer = json.loads(loglik["answer"])
-    bad = {generate["key"]: {**json.loads(generate["answer"]), "text": None},
-           loglik["key"]: {k: v for k, v in answer.items() if k != "text"}}
+    bad = {
+        generate["key"]: {**json.loads(generate["answer"]), "text": None},
+        loglik["key"]: {k: v for k, v in answer.items() if k != "text"},
+    }
     others = [r["key"] for r in rows if r["key"] not in bad][:3]
     bad.update(zip(others, [{}, {**answer, "token_logprobs": ["-0.5"]}, {**answer, "num_prompt_tokens": True}]))
     _edit(out, lambda r: _sealed(r, answer=bad[r["key"]]) if r["key"] in bad else r)
@@ -189,8 +231,11 @@ def test_answers_that_are_not_completions_are_refused(repo, tmp_path):
     assert result.imported == 5 and [r.rows for r in result.refused] == [5]
     reason = result.refused[0].reason  # four distinct problems, the commonest first ({} also lacks text)
     assert reason.startswith("the answer is not a completion (no 'text'; ") and reason.endswith("; 1 more)")
-    assert set(reason[len("the answer is not a completion (no 'text'; "):-len("; 1 more)")].split("; ")) < {
-        "a generation without text", "'token_logprobs' is not list<item: double>", "'num_prompt_tokens' is not int32"}
+    assert set(reason[len("the answer is not a completion (no 'text'; ") : -len("; 1 more)")].split("; ")) < {
+        "a generation without text",
+        "'token_logprobs' is not list<item: double>",
+        "'num_prompt_tokens' is not int32",
+    }
     assert not bad.keys() & _all(RequestCache(tmp_path / "other.sqlite")).keys()
 
 
@@ -201,8 +246,9 @@ def test_unknown_model_is_refused_by_name(repo, tmp_path):
     _edit(out, lambda r: {**r, "model": "gone"})
     result = import_answers(read_answers(out), run, RequestCache(tmp_path / "other.sqlite"))
     assert result.imported == 0 and result.refused[0].rows == 10
-    assert result.refused[0].reason == ("no local identity of their model to check them against "
-                                        "(unknown model 'gone' in params.yaml; valid: smol)")
+    assert result.refused[0].reason == (
+        "no local identity of their model to check them against (unknown model 'gone' in params.yaml; valid: smol)"
+    )
 
 
 def test_a_cached_answer_is_never_overwritten(repo, tmp_path):
@@ -219,9 +265,14 @@ def test_a_cached_answer_is_never_overwritten(repo, tmp_path):
     assert mine.get_many([key])[key] == own
 
 
-@pytest.mark.parametrize("content, error", [
-    (b"not parquet at all", "not a readable Parquet file ("), (None, "not found"),
-    ("columns", "no column 'scenario'; not a file of `evaltrail cache export`")])
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        (b"not parquet at all", "not a readable Parquet file ("),
+        (None, "not found"),
+        ("columns", "no column 'scenario'; not a file of `evaltrail cache export`"),
+    ],
+)
 def test_unreadable_input_exits_2_with_one_error_line(repo, tmp_path, capsys, content, error):
     path = tmp_path / "answers.parquet"
     if content == "columns":
@@ -266,23 +317,30 @@ def test_unsound_rows_are_recomputed_with_one_warning_naming_the_cache(repo, cap
     lls = sorted(k for k, c in requests.items() if c["method"] == "loglikelihood")
     stored = cache.get_many([gens[0], lls[0]])
     with sqlite3.connect(cache.path) as db:
-        db.execute("UPDATE completions SET value = ?, checksum = NULL WHERE key = ?",
-                   (json.dumps({**stored[gens[0]], "text": None}), gens[0]))
+        db.execute(
+            "UPDATE completions SET value = ?, checksum = NULL WHERE key = ?",
+            (json.dumps({**stored[gens[0]], "text": None}), gens[0]),
+        )
         db.execute("UPDATE completions SET value = '{}', checksum = NULL WHERE key = ?", (gens[1],))
-        db.execute("UPDATE completions SET value = ? WHERE key = ?",  # checksum kept: an edit
-                   (json.dumps({**stored[lls[0]], "logprob": 0.0}), lls[0]))
+        db.execute(
+            "UPDATE completions SET value = ? WHERE key = ?",  # checksum kept: an edit
+            (json.dumps({**stored[lls[0]], "logprob": 0.0}), lls[0]),
+        )
         db.execute("UPDATE completions SET checksum = NULL WHERE key = ?", (lls[1],))  # sound legacy row
     legacy = _rows(cache.path)[lls[1]]
     capsys.readouterr()
 
     backend = Answers(seed=7)
     _, computed = run_requests(prompts, identity, cache, lambda: backend)
-    [line] = [l for l in capsys.readouterr().err.splitlines() if l and not l.startswith("infer:")]  # tqdm aside
+    [line] = [ln for ln in capsys.readouterr().err.splitlines() if ln and not ln.startswith("infer:")]  # tqdm aside
     head = f"warning: {cache.path}: 3 cached answer(s) failed their check ("
     tail = "); not served (infer recomputes them)"
     assert line.startswith(head) and line.endswith(tail)
-    assert set(line[len(head):-len(tail)].split("; ")) == {
-        "1 a generation without text", "1 no 'text'", "1 edited since written (checksum mismatch)"}
+    assert set(line[len(head) : -len(tail)].split("; ")) == {
+        "1 a generation without text",
+        "1 no 'text'",
+        "1 edited since written (checksum mismatch)",
+    }
     assert computed == 3 and sorted(backend.computed) == sorted([gens[0], gens[1], lls[0]])
     rows = _rows(cache.path)
     for key in backend.computed:  # replaced by the recomputed answer, with its checksum
@@ -334,15 +392,22 @@ def test_an_old_database_is_served_and_old_code_keeps_writing_it(repo, tmp_path)
     new.close()
     assert RequestCache(path).get_many(["k-old-add"]) and _rows(path)["k-old-add"][1] is not None
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE completions SET value = ? WHERE key = ?",
-                   (json.dumps({**_answer(requests[keys[0]], 1), "logprob": 0.5}), keys[0]))
+        db.execute(
+            "UPDATE completions SET value = ? WHERE key = ?",
+            (json.dumps({**_answer(requests[keys[0]], 1), "logprob": 0.5}), keys[0]),
+        )
     assert RequestCache(path).get_many([keys[0]]) == {}
 
 
-@pytest.mark.parametrize("damage, detail", [
-    (lambda data: b"not a database, just bytes" * 200, "file is not a database"),
-    (lambda data: data[:len(data) // 2], "database disk image is malformed"),
-    (lambda data: b"", "a 0-byte file")], ids=["bad-header", "truncated", "empty"])
+@pytest.mark.parametrize(
+    "damage, detail",
+    [
+        (lambda data: b"not a database, just bytes" * 200, "file is not a database"),
+        (lambda data: data[: len(data) // 2], "database disk image is malformed"),
+        (lambda data: b"", "a 0-byte file"),
+    ],
+    ids=["bad-header", "truncated", "empty"],
+)
 def test_a_damaged_cache_stops_with_one_line_naming_it_and_the_fix(repo, tmp_path, capsys, damage, detail):
     _, cache = repo
     for i in range(300):  # pages enough that half of the file is missing some
@@ -352,9 +417,11 @@ def test_a_damaged_cache_stops_with_one_line_naming_it_and_the_fix(repo, tmp_pat
     path.write_bytes(damaged := damage(path.read_bytes()))
     assert main(["cache", "export", "--out", str(tmp_path / "a.parquet")]) == 1
     [line] = capsys.readouterr().err.splitlines()
-    assert line == (f"error: {path}: not a readable request cache ({detail}); move it away (mv {path} {path}.broken) "
-                    f"and re-run to recompute its answers, or rebuild it with `evaltrail cache import` of an "
-                    f"`evaltrail cache export` file")
+    assert line == (
+        f"error: {path}: not a readable request cache ({detail}); move it away (mv {path} {path}.broken) "
+        f"and re-run to recompute its answers, or rebuild it with `evaltrail cache import` of an "
+        f"`evaltrail cache export` file"
+    )
     assert path.read_bytes() == damaged  # left as it was, for the user to move
 
 
@@ -384,14 +451,16 @@ def test_two_runs_sharing_a_cache_commit_the_first_writers_answers(repo, tmp_pat
     mine, computed = run_requests(prompts, identity, second, lambda: Racing(seed=2))
     assert computed == len(requests) == 7
     assert mine.equals(theirs["table"])
-    assert {k: json.loads(v) for k, (v, _) in _rows(shared).items()} == {
-        k: _answer(c, 1) for k, c in requests.items()}
+    assert {k: json.loads(v) for k, (v, _) in _rows(shared).items()} == {k: _answer(c, 1) for k, c in requests.items()}
     assert run_requests(prompts, identity, RequestCache(shared), never)[0].equals(mine)
 
 
 def test_an_answer_that_is_not_a_completion_is_never_cached(tmp_path):
     cache = RequestCache(tmp_path / "r.sqlite")
-    with pytest.raises(EvaltrailError, match=r"r\.sqlite: an answer to store is not a completion \(no 'text'\); "
-                                             r"not cached$"):
+    with pytest.raises(
+        EvaltrailError,
+        match=r"r\.sqlite: an answer to store is not a completion \(no 'text'\); "
+        r"not cached$",
+    ):
         cache.put("k", {}, {"method": "generate"})
     assert _rows(cache.path) == {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from evaltrail.catalog import catalog_rows, check_scenario, conf_names
 from evaltrail.cli import main
 from evaltrail.errors import EvaltrailError
-from evaltrail.catalog import catalog_rows, check_scenario, conf_names
 
 from .conftest import ROOT, need_url_sources
 

@@ -13,17 +13,25 @@ from evaltrail.models.chat_template import BoundedTemplate
 
 WHERE = "params.yaml: model.m.chat_template"
 # SmolLM2-Instruct's template, and one with the macros, namespaces and filters larger templates use
-SMOL = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
-        "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
-        "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
-        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
-RICH = ("{{ bos_token }}{% macro turn(role, text) %}<start_of_turn>{{ role }}\n{{ text | trim }}<end_of_turn>\n"
-        "{% endmacro %}{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
-        "{{ turn('model' if m['role'] == 'assistant' else m['role'], m['content']) }}{% endfor %}"
-        "{{ '%d turn(s)' % ns.n }} {{ '{} of {}'.format(1, messages | length) }}{{ '-' * 3 }}"
-        "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
-CONTEXT = {"messages": [{"role": "user", "content": "  Who wrote 'Hamlet'? 1234567 %s {} \udcff "}],
-           "add_generation_prompt": True, "bos_token": "<bos>", "eos_token": "<eos>"}
+SMOL = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+RICH = (
+    "{{ bos_token }}{% macro turn(role, text) %}<start_of_turn>{{ role }}\n{{ text | trim }}<end_of_turn>\n"
+    "{% endmacro %}{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+    "{{ turn('model' if m['role'] == 'assistant' else m['role'], m['content']) }}{% endfor %}"
+    "{{ '%d turn(s)' % ns.n }} {{ '{} of {}'.format(1, messages | length) }}{{ '-' * 3 }}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+CONTEXT = {
+    "messages": [{"role": "user", "content": "  Who wrote 'Hamlet'? 1234567 %s {} \udcff "}],
+    "add_generation_prompt": True,
+    "bos_token": "<bos>",
+    "eos_token": "<eos>",
+}
 
 
 @pytest.mark.parametrize("source", [SMOL, RICH], ids=["smollm2", "macros"])
@@ -37,32 +45,41 @@ def test_a_long_prompt_within_the_budget_renders():
     assert len(BoundedTemplate(SMOL, WHERE).render(**long)) > 2_000_000
 
 
-@pytest.mark.parametrize("source, what", [
-    ("{{ 'a' * 10**8 }}", "asked for a sequence of 100000000 items (more than 1000000)"),
-    ("{{ messages[0]['content'] * 10**6 }}", "asked for a sequence of"),
-    ("{{ 'x' | center(10**9) }}", "asked for an operation of size 1000000000 (more than 1000000)"),
-    ("{{ 'x'.ljust(10**9) }}", "asked for an operation of size 1000000000"),
-    ("{{ '%1000000000s' % 'x' }}", "asked for a format width of 1000000 characters or more"),
-    ("{{ '{:>1000000000}'.format('x') }}", "asked for a format width of 1000000 characters or more"),
-    ("{{ 7 ** 99999999 }}", "asked for a power of more than 64 kbit"),
-    ("{% for i in range(99999) %}{{ 'a' * 99999 }}{% endfor %}", "made more than 1000"),
-], ids=["repeat", "repeat-prompt", "filter-width", "method-width", "percent-width", "format-width", "power",
-        "flood"])
+@pytest.mark.parametrize(
+    "source, what",
+    [
+        ("{{ 'a' * 10**8 }}", "asked for a sequence of 100000000 items (more than 1000000)"),
+        ("{{ messages[0]['content'] * 10**6 }}", "asked for a sequence of"),
+        ("{{ 'x' | center(10**9) }}", "asked for an operation of size 1000000000 (more than 1000000)"),
+        ("{{ 'x'.ljust(10**9) }}", "asked for an operation of size 1000000000"),
+        ("{{ '%1000000000s' % 'x' }}", "asked for a format width of 1000000 characters or more"),
+        ("{{ '{:>1000000000}'.format('x') }}", "asked for a format width of 1000000 characters or more"),
+        ("{{ 7 ** 99999999 }}", "asked for a power of more than 64 kbit"),
+        ("{% for i in range(99999) %}{{ 'a' * 99999 }}{% endfor %}", "made more than 1000"),
+    ],
+    ids=["repeat", "repeat-prompt", "filter-width", "method-width", "percent-width", "format-width", "power", "flood"],
+)
 def test_a_template_making_too_much_stops_with_one_line(source, what):
     t0 = time.monotonic()
     with pytest.raises(EvaltrailError) as err:
         BoundedTemplate(source, WHERE).render(**CONTEXT)
     message = str(err.value)
     assert message.startswith(f"{WHERE}: the GGUF's tokenizer.chat_template {what}") and "\n" not in message
-    assert message.endswith("rendering one prompt; the template (data from the weights file) is broken or hostile: "
-                            "set chat_template: false or use other weights")
+    assert message.endswith(
+        "rendering one prompt; the template (data from the weights file) is broken or hostile: "
+        "set chat_template: false or use other weights"
+    )
     assert time.monotonic() - t0 < 3
 
 
-@pytest.mark.parametrize("source", [
-    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",  # nothing to intercept
-    "{% for i in range(99999) %}{% for j in range(99999) %}{{ '' }}{% endfor %}{% endfor %}",
-], ids=["empty-loops", "loops"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",  # nothing to intercept
+        "{% for i in range(99999) %}{% for j in range(99999) %}{{ '' }}{% endfor %}{% endfor %}",
+    ],
+    ids=["empty-loops", "loops"],
+)
 def test_a_template_running_too_long_stops_at_the_time_limit(source, monkeypatch):
     monkeypatch.setattr(chat_template, "MAX_SECONDS", 0.3)
     t0 = time.monotonic()

@@ -25,8 +25,9 @@ def compose(tmp_path, overrides=()):
 
 def test_committed_params_equal_fresh_composition(tmp_path):
     fresh = compose(tmp_path)
-    assert fresh.read_text() == (ROOT / "params.yaml").read_text(), \
+    assert fresh.read_text() == (ROOT / "params.yaml").read_text(), (
         "params.yaml is stale: run `dvc exp run` (or compose conf/) and commit it"
+    )
 
 
 def test_derived_lists_follow_selected_groups(tmp_path):
@@ -82,6 +83,7 @@ def test_main_metric_must_be_scored(tmp_path):
 # Hardening (issue 21): names and values are refused when params.yaml or conf/ is read, before any
 # stage touches the disk; each refusal is one line naming the file, the key and what is accepted.
 
+
 def files(root) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -89,18 +91,24 @@ def files(root) -> dict[str, bytes]:
 def run_stage(ws, *argv):
     """A stage CLI from `ws` (only imports: every case here fails while loading params.yaml, which the
     configure stage alone reads)."""
-    proc = subprocess.run([sys.executable, str(ROOT / "stages" / argv[0]), *argv[1:]], cwd=ws, check=False,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "stages" / argv[0]), *argv[1:]], cwd=ws, check=False, capture_output=True, text=True
+    )
     return proc.returncode, proc.stderr.splitlines()
 
 
-@pytest.mark.parametrize("group, key", [("model", "../../../victim"), ("model", "a/b"), ("scenario", "Bad-Name"),
-                                        ("rag", "../rag"), ("battle", "")])
+@pytest.mark.parametrize(
+    "group, key",
+    [("model", "../../../victim"), ("model", "a/b"), ("scenario", "Bad-Name"), ("rag", "../rag"), ("battle", "")],
+)
 def test_names_must_be_snake_case_identifiers(tmp_path, group, key):
     raw = _raw(tmp_path)
     raw[group][key] = {}  # refused by its key alone
-    with pytest.raises(EvaltrailError, match=rf"^params\.yaml: {group} key {re.escape(repr(key))} is not a snake_case "
-                                             rf"identifier \(\[a-z\]\[a-z0-9_\]\*\); rename it$"):
+    with pytest.raises(
+        EvaltrailError,
+        match=rf"^params\.yaml: {group} key {re.escape(repr(key))} is not a snake_case "
+        rf"identifier \(\[a-z\]\[a-z0-9_\]\*\); rename it$",
+    ):
         parse_params(raw)
 
 
@@ -115,8 +123,9 @@ def test_configure_refuses_a_path_as_model_key_and_touches_nothing(tmp_path):
     before = files(tmp_path)
     code, err = run_stage(ws, "configure.py")
     assert code == 1 and len(err) == 1, err
-    assert err[0] == ("error: params.yaml: model key '../../../victim' is not a snake_case identifier "
-                      "([a-z][a-z0-9_]*); rename it")
+    assert err[0] == (
+        "error: params.yaml: model key '../../../victim' is not a snake_case identifier ([a-z][a-z0-9_]*); rename it"
+    )
     assert files(tmp_path) == before
 
 
@@ -131,12 +140,18 @@ BAD_KNOBS = [  # (where in params.yaml, bad value, the one-line message after "p
     (("model", "gemma3_270m", "n_batch"), 0, "model.gemma3_270m.n_batch: 0; expected null or an integer >= 1"),
     (("model", "gemma3_270m", "n_ctx"), "big", "model.gemma3_270m.n_ctx: 'big'; expected null or an integer >= 1"),
     (("model", "gemma3_270m", "n_threads"), -2, "model.gemma3_270m.n_threads: -2; expected null or an integer >= 1"),
-    (("model", "gemma3_270m", "chat_template"), "yes",
-     "model.gemma3_270m.chat_template: 'yes'; expected true or false"),
+    (
+        ("model", "gemma3_270m", "chat_template"),
+        "yes",
+        "model.gemma3_270m.chat_template: 'yes'; expected true or false",
+    ),
     (("scenario", "mmlu", "num_shots"), -3, "scenario.mmlu.num_shots: -3; expected an integer >= 0"),
     (("scenario", "mmlu", "max_tokens"), 0, "scenario.mmlu.max_tokens: 0; expected null or an integer >= 1"),
-    (("scenario", "mmlu", "max_eval_instances"), -1,
-     "scenario.mmlu.max_eval_instances: -1; expected null or an integer >= 1"),
+    (
+        ("scenario", "mmlu", "max_eval_instances"),
+        -1,
+        "scenario.mmlu.max_eval_instances: -1; expected null or an integer >= 1",
+    ),
     (("scenario", "mmlu", "num_train_trials"), 0, "scenario.mmlu.num_train_trials: 0; expected an integer >= 1"),
     (("scenario", "mmlu", "stop"), "\n", r"scenario.mmlu.stop: '\n'; expected a list of strings"),
 ]
@@ -157,11 +172,15 @@ def test_typed_knobs_name_the_key_the_value_and_the_range(tmp_path, path, value,
     assert str(exc.value) == f"params.yaml: {message}"
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("tie_margin", -0.5, "battle.best_chatgpt_prompts.tie_margin: -0.5; expected a number >= 0"),
-    ("tie_margin", float("nan"), "battle.best_chatgpt_prompts.tie_margin: nan; expected a number >= 0"),
-    ("penalty_C", 0, "battle.best_chatgpt_prompts.penalty_C: 0; expected null or a number > 0"),
-    ("max_tokens", "4", "battle.best_chatgpt_prompts.max_tokens: '4'; expected an integer >= 1")])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("tie_margin", -0.5, "battle.best_chatgpt_prompts.tie_margin: -0.5; expected a number >= 0"),
+        ("tie_margin", float("nan"), "battle.best_chatgpt_prompts.tie_margin: nan; expected a number >= 0"),
+        ("penalty_C", 0, "battle.best_chatgpt_prompts.penalty_C: 0; expected null or a number > 0"),
+        ("max_tokens", "4", "battle.best_chatgpt_prompts.max_tokens: '4'; expected an integer >= 1"),
+    ],
+)
 def test_judge_knobs_are_checked_too(tmp_path, key, value, message):
     raw = yaml.safe_load(compose(tmp_path, ["suite=battle"]).read_text())
     raw["battle"]["best_chatgpt_prompts"][key] = value
@@ -174,20 +193,37 @@ SERVED = {"name": "served", "backend": "openai", "server": {"base_url": "http://
 LOCAL_HF = {"name": "local", "backend": "hf", "hf": {"path": "/nowhere"}}
 
 
-@pytest.mark.parametrize("model, path, value, message", [
-    (SERVED, ("server", "concurrency"), 0, "model.x.server.concurrency: 0; expected an integer >= 1"),
-    (SERVED, ("server", "timeout_s"), 0, "model.x.server.timeout_s: 0; expected a number > 0"),
-    (SERVED, ("server", "max_retries"), -1, "model.x.server.max_retries: -1; expected an integer >= 0"),
-    (SERVED, ("server", "base_url"), "file:///etc/passwd",
-     r"model.x.server.base_url: 'file:///etc/passwd'; expected a string matching https?://[^\s/?#]+(/\S*)?"),
-    (SERVED, ("server", "extra_body"), [1], "model.x.server.extra_body: [1]; expected a mapping"),
-    (SERVED, ("server", "modle"), "m", "model.x.server.modle: unknown key; valid keys: base_url, model, "
-                                         "api_key_env, concurrency, timeout_s, max_retries, extra_body"),
-    (LOCAL_HF, ("hf", "dtype"), "float8", "model.x.hf.dtype: 'float8'; expected a string: one of float32, "
-                                          "float16, bfloat16"),
-    (LOCAL_HF, ("hf", "max_length"), 0, "model.x.hf.max_length: 0; expected null or an integer >= 1"),
-    (SERVED, ("backend",), "vllm", "model.x.backend: 'vllm'; expected a string: one of llama_cpp, openai, hf"),
-], ids=lambda x: x if isinstance(x, str) else None)
+@pytest.mark.parametrize(
+    "model, path, value, message",
+    [
+        (SERVED, ("server", "concurrency"), 0, "model.x.server.concurrency: 0; expected an integer >= 1"),
+        (SERVED, ("server", "timeout_s"), 0, "model.x.server.timeout_s: 0; expected a number > 0"),
+        (SERVED, ("server", "max_retries"), -1, "model.x.server.max_retries: -1; expected an integer >= 0"),
+        (
+            SERVED,
+            ("server", "base_url"),
+            "file:///etc/passwd",
+            r"model.x.server.base_url: 'file:///etc/passwd'; expected a string matching https?://[^\s/?#]+(/\S*)?",
+        ),
+        (SERVED, ("server", "extra_body"), [1], "model.x.server.extra_body: [1]; expected a mapping"),
+        (
+            SERVED,
+            ("server", "modle"),
+            "m",
+            "model.x.server.modle: unknown key; valid keys: base_url, model, "
+            "api_key_env, concurrency, timeout_s, max_retries, extra_body",
+        ),
+        (
+            LOCAL_HF,
+            ("hf", "dtype"),
+            "float8",
+            "model.x.hf.dtype: 'float8'; expected a string: one of float32, float16, bfloat16",
+        ),
+        (LOCAL_HF, ("hf", "max_length"), 0, "model.x.hf.max_length: 0; expected null or an integer >= 1"),
+        (SERVED, ("backend",), "vllm", "model.x.backend: 'vllm'; expected a string: one of llama_cpp, openai, hf"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
 def test_served_and_local_model_knobs_are_checked_on_load(tmp_path, model, path, value, message):
     """A served or local transformers model's settings are refused by `validate`, not when infer first runs."""
     raw = _raw(tmp_path)
@@ -207,8 +243,10 @@ def test_a_name_inside_a_config_must_match_its_key(tmp_path):
     raw["model"]["gemma3_270m"]["name"] = "other"
     with pytest.raises(EvaltrailError) as exc:
         parse_params(raw)
-    assert str(exc.value) == ("params.yaml: model.gemma3_270m.name: 'other' differs from 'gemma3_270m', which its "
-                              "place in the config sets; remove the key")
+    assert str(exc.value) == (
+        "params.yaml: model.gemma3_270m.name: 'other' differs from 'gemma3_270m', which its "
+        "place in the config sets; remove the key"
+    )
 
 
 def test_validate_and_stages_refuse_a_bad_knob_before_any_disk_work(tmp_path, capsys):
@@ -222,7 +260,8 @@ def test_validate_and_stages_refuse_a_bad_knob_before_any_disk_work(tmp_path, ca
     before = files(tmp_path)
     assert main(["validate", "--params", str(ws / "params.yaml")]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {ws / 'params.yaml'}: max_eval_instances: -1; expected null or an integer >= 1"]
+        f"error: {ws / 'params.yaml'}: max_eval_instances: -1; expected null or an integer >= 1"
+    ]
     code, err = run_stage(ws, "configure.py")
     assert code == 1 and err == ["error: params.yaml: max_eval_instances: -1; expected null or an integer >= 1"]
     assert files(tmp_path) == before
@@ -245,11 +284,17 @@ BROKEN = "method: generation\nmetrics: [exact_match\nmain_metric: exact_match\n"
 
 def test_malformed_scenario_conf_names_the_file_and_line(tmp_path):
     conf = _small_conf(tmp_path, broken=BROKEN)
-    with pytest.raises(EvaltrailError, match=r"^.*conf/scenario/broken\.yaml: not valid YAML \(line 3, column \d+\): "
-                                             r"[^\n]*; fix it$"):
+    with pytest.raises(
+        EvaltrailError,
+        match=r"^.*conf/scenario/broken\.yaml: not valid YAML \(line 3, column \d+\): "
+        r"[^\n]*; fix it$",
+    ):
         scenario_from_conf("broken", conf)
-    with pytest.raises(EvaltrailError, match=r"^.*conf/scenario/\.\./x\.yaml: scenario name '\.\./x' "
-                                             r"is not a snake_case"):
+    with pytest.raises(
+        EvaltrailError,
+        match=r"^.*conf/scenario/\.\./x\.yaml: scenario name '\.\./x' "
+        r"is not a snake_case",
+    ):
         scenario_from_conf("../x", conf)
 
 
@@ -260,16 +305,22 @@ def test_malformed_model_conf_names_the_file_and_line(tmp_path):
     shutil.copytree(ROOT / "conf", conf)
     with open(conf / "model" / "gemma3_270m.yaml", "a") as f:
         f.write("n_ctx: 2048\n  oops: [\n")
-    with pytest.raises(EvaltrailError, match=r"^.*conf/model/gemma3_270m\.yaml: not valid YAML "
-                                             r"\(line \d+, column \d+\): mapping values are not allowed here; fix it$"):
+    with pytest.raises(
+        EvaltrailError,
+        match=r"^.*conf/model/gemma3_270m\.yaml: not valid YAML "
+        r"\(line \d+, column \d+\): mapping values are not allowed here; fix it$",
+    ):
         run_from_conf([], conf)
 
 
 def test_malformed_params_yaml_names_the_line(tmp_path):
     bad = tmp_path / "params.yaml"
     bad.write_text("seed: 0\nscenario: [unclosed\n")
-    with pytest.raises(EvaltrailError, match=r"params\.yaml: not valid YAML \(line 3, column 1\): .*; fix it, or "
-                                             r"recompose it from conf/ with `dvc exp run`$"):
+    with pytest.raises(
+        EvaltrailError,
+        match=r"params\.yaml: not valid YAML \(line 3, column 1\): .*; fix it, or "
+        r"recompose it from conf/ with `dvc exp run`$",
+    ):
         load_params(bad)
     bad.write_bytes(b"seed: 0\nmodels: [caf\xe9]\n")
     with pytest.raises(EvaltrailError, match=r"params\.yaml:2: not UTF-8 text \(byte 20\); fix it, or recompose"):
@@ -279,16 +330,24 @@ def test_malformed_params_yaml_names_the_line(tmp_path):
 def test_scenarios_lists_the_good_confs_and_reports_each_bad_one_in_a_line(tmp_path, capsys):
     from evaltrail.cli import main
 
-    conf = _small_conf(tmp_path, hellaswag=(ROOT / "conf" / "scenario" / "hellaswag.yaml").read_text(),
-                       broken=BROKEN, **{"Bad-Name": (ROOT / "conf" / "scenario" / "hellaswag.yaml").read_text()})
+    conf = _small_conf(
+        tmp_path,
+        hellaswag=(ROOT / "conf" / "scenario" / "hellaswag.yaml").read_text(),
+        broken=BROKEN,
+        **{"Bad-Name": (ROOT / "conf" / "scenario" / "hellaswag.yaml").read_text()},
+    )
     before = files(tmp_path)
     assert main(["scenarios", "--conf", str(conf)]) == 1  # listed, but a bad conf fails the command
     out, err = capsys.readouterr()
     assert "hellaswag" in out and out.rstrip().endswith("1 scenarios")
     err = err.splitlines()
     assert len(err) == 2, err
-    assert re.fullmatch(r"error: .*conf/scenario/Bad-Name\.yaml: scenario name 'Bad-Name' is not a snake_case "
-                        r"identifier .*; rename it", err[0])
-    assert re.fullmatch(r"error: .*conf/scenario/broken\.yaml: not valid YAML \(line 3, column \d+\): .*; fix it",
-                        err[1])
+    assert re.fullmatch(
+        r"error: .*conf/scenario/Bad-Name\.yaml: scenario name 'Bad-Name' is not a snake_case "
+        r"identifier .*; rename it",
+        err[0],
+    )
+    assert re.fullmatch(
+        r"error: .*conf/scenario/broken\.yaml: not valid YAML \(line 3, column \d+\): .*; fix it", err[1]
+    )
     assert files(tmp_path) == before

@@ -7,8 +7,10 @@ import sys
 
 from evaltrail import cores
 
-PROBE = ("import sys; from pathlib import Path; from evaltrail import cores; "
-         "print(cores.Reservation(None, Path(sys.argv[1])).threads)")
+PROBE = (
+    "import sys; from pathlib import Path; from evaltrail import cores; "
+    "print(cores.Reservation(None, Path(sys.argv[1])).threads)"
+)
 
 
 def _threads_elsewhere(lock_dir) -> int:

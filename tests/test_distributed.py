@@ -31,10 +31,28 @@ def cluster(tmp_path_factory):
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     log = tmp / "ray-start.log"
     with log.open("w") as out:
-        head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-                                 "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
-                                 "--temp-dir", str(tmp)], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        head = subprocess.Popen(
+            [
+                str(ray_bin),
+                "start",
+                "--head",
+                "--block",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num-cpus",
+                "2",
+                "--include-dashboard",
+                "false",
+                "--temp-dir",
+                str(tmp),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     try:
         wait_for(head, lambda: "Ray runtime started" in log.read_text(), "ray start --head", log)
         yield f"127.0.0.1:{port}"
@@ -52,10 +70,16 @@ def test_sharded_infer_stage_matches_the_local_run(smoke_repo, tmp_path, cluster
     out = ws / "results" / "completions" / "hellaswag" / f"{SMOLLM}.parquet"
     local = pd.read_parquet(out)
     out.unlink()
-    env = {**os.environ, **workspace_env(ws), "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"),
-           "EVALTRAIL_RAY_ADDRESS": cluster, "RAY_USAGE_STATS_ENABLED": "0"}
-    proc = subprocess.run([sys.executable, "stages/infer.py", "hellaswag", SMOLLM], cwd=ws, env=env,
-                          capture_output=True, text=True)
+    env = {
+        **os.environ,
+        **workspace_env(ws),
+        "EVALTRAIL_CACHE": str(tmp_path / "cold-cache"),
+        "EVALTRAIL_RAY_ADDRESS": cluster,
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    proc = subprocess.run(
+        [sys.executable, "stages/infer.py", "hellaswag", SMOLLM], cwd=ws, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     sharded = pd.read_parquet(out)
     # measurements (wall time, what each worker's KV cache held) are in results/costs, not completions

@@ -39,9 +39,11 @@ PACKAGE = {
     "src/evaltrail/backends/__init__.py": "",
     "src/evaltrail/backends/fast.py": "from ..plugins import registry\n",  # `from ..pkg import sub`
     "src/evaltrail/backends/slow.py": "",  # never imported
-    "src/evaltrail/plugins/__init__.py": ("import importlib, pkgutil\n\ndef _discover():\n"
-                                          "    for m in pkgutil.iter_modules(__path__):\n"
-                                          "        importlib.import_module(f'{__name__}.{m.name}')\n\n_discover()\n"),
+    "src/evaltrail/plugins/__init__.py": (
+        "import importlib, pkgutil\n\ndef _discover():\n"
+        "    for m in pkgutil.iter_modules(__path__):\n"
+        "        importlib.import_module(f'{__name__}.{m.name}')\n\n_discover()\n"
+    ),
     "src/evaltrail/plugins/registry.py": "",
     "src/evaltrail/plugins/extra.py": "",  # imported only by the discovery loop
     # only the parent of tools.fmt: its body runs, its functions (and their lazy imports) cannot
@@ -113,8 +115,10 @@ stages:
 
 def test_write_rewrites_code_deps_and_keeps_data_deps_and_comments(tmp_path):
     root = tree(tmp_path, {**PACKAGE, "dvc.yaml": DVC_YAML})
-    assert {(d.path, d.lacking) for d in drift(root)} >= {("src/evaltrail/plugins", True),
-                                                          ("src/evaltrail/unused.py", False)}
+    assert {(d.path, d.lacking) for d in drift(root)} >= {
+        ("src/evaltrail/plugins", True),
+        ("src/evaltrail/unused.py", False),
+    }
     assert write(root) == ["run"]
     assert drift(root) == [] and write(root) == []
     text = (root / "dvc.yaml").read_text()

@@ -49,12 +49,18 @@ def test_native_kernels_and_other_architectures_are_declared_identities(pinned, 
     assert line.startswith("engine: not the pinned llama.cpp build:") and "abababababab" in line
 
 
-@pytest.mark.parametrize("raw, key", [
-    (None, "missing"),
-    ({"source": {"package": "llama-cpp-python", "version": "0.3.36"}, "cmake_args": []}, "engine.source.sha256"),
-    ({"source": {"package": "p", "version": "1", "sha256": "0"}, "cmake_args": [], "kernels": "fast"}, "engine.kernels"),
-    ({"source": {"package": "p", "version": "1", "sha256": "0"}, "cmake_args": ["AVX2"]}, "engine.cmake_args"),
-])
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        (None, "missing"),
+        ({"source": {"package": "llama-cpp-python", "version": "0.3.36"}, "cmake_args": []}, "engine.source.sha256"),
+        (
+            {"source": {"package": "p", "version": "1", "sha256": "0"}, "cmake_args": [], "kernels": "fast"},
+            "engine.kernels",
+        ),
+        ({"source": {"package": "p", "version": "1", "sha256": "0"}, "cmake_args": ["AVX2"]}, "engine.cmake_args"),
+    ],
+)
 def test_a_bad_engine_block_is_one_line_naming_the_key(raw, key):
     with pytest.raises(EvaltrailError, match=key.replace(".", r"\.")) as err:
         config.engine_config(raw)

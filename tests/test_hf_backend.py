@@ -17,8 +17,14 @@ from evaltrail.models import fetch, model_identity, open_model  # noqa: E402
 
 pytestmark = pytest.mark.slow  # torch and transformers
 
-TEXT = ["The sun is a star.", "Bees make honey in the hive.", "Snow is cold and white.", "Paris is in France.",
-        "Question: What do plants need?\nAnswer: water and light", "A river flows to the sea."] * 20
+TEXT = [
+    "The sun is a star.",
+    "Bees make honey in the hive.",
+    "Snow is cold and white.",
+    "Paris is in France.",
+    "Question: What do plants need?\nAnswer: water and light",
+    "A river flows to the sea.",
+] * 20
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +37,17 @@ def tiny(tmp_path_factory):
     bpe.train_from_iterator(TEXT, vocab_size=300, min_frequency=1, special_tokens=["<|endoftext|>"])
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=2,
-                                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id))
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=len(tok),
+            n_positions=128,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    )
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path
@@ -60,7 +75,7 @@ def test_loglikelihood_and_generation_equal_transformers(tiny, tmp_path):
     gen = backend.generate("The sun is", 6, [])
     ids = tok("The sun is", return_tensors="pt")["input_ids"]
     with torch.no_grad():
-        ref = model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.eos_token_id)[0, ids.shape[1]:]
+        ref = model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.eos_token_id)[0, ids.shape[1] :]
     ref = [int(t) for t in ref]
     ref = ref[: ref.index(tok.eos_token_id)] if tok.eos_token_id in ref else ref
     assert gen["text"] == tok.decode(ref, skip_special_tokens=True) and gen["num_output_tokens"] == len(ref)
@@ -74,7 +89,9 @@ def test_identity_follows_the_files_and_a_changed_directory_is_refused(tiny, tmp
     info = fetch(cfg, tmp_path / "m", tmp_path)
     assert model_identity(cfg, info)["sha256"] == fetch(config(tiny), tmp_path / "m2", tmp_path)["sha256"]
     (copy / "config.json").write_text((copy / "config.json").read_text() + "\n")
-    with pytest.raises(EvaltrailError, match=r"changed since fetch_model recorded it .* run `dvc repro fetch_model@tiny`"):
+    with pytest.raises(
+        EvaltrailError, match=r"changed since fetch_model recorded it .* run `dvc repro fetch_model@tiny`"
+    ):
         open_model(cfg, tmp_path / "m", info)
     with pytest.raises(EvaltrailError, match=r"model.tiny.hf.path: .* holds no config.json"):
         fetch(dataclasses.replace(cfg, hf={"path": str(tmp_path)}), tmp_path / "m3", tmp_path)
@@ -90,13 +107,27 @@ def test_a_real_scenario_runs_through_the_hf_backend(tiny, tmp_path, fetched):
 
     scen, raw = fetched("arc_easy")
     scen = dataclasses.replace(scen, max_eval_instances=3, perturbations=[])
-    run = RunConfig(seed=0, max_eval_instances=3, bootstrap_samples=10, scenarios=["arc_easy"], models=[],
-                    scenario={"arc_easy": scen}, model={}, mlflow={})
-    frame = prompts_table(get_adapter(scen.method).build(scen, run, get_scenario("arc_easy").load(scen, raw))).to_pandas()
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=3,
+        bootstrap_samples=10,
+        scenarios=["arc_easy"],
+        models=[],
+        scenario={"arc_easy": scen},
+        model={},
+        mlflow={},
+    )
+    frame = prompts_table(
+        get_adapter(scen.method).build(scen, run, get_scenario("arc_easy").load(scen, raw))
+    ).to_pandas()
     cfg = config(tiny)
     info = fetch(cfg, tmp_path / "m", tmp_path)
-    table, computed = run_requests(frame, model_identity(cfg, info), RequestCache(tmp_path / "r.sqlite"),
-                                   lambda: open_model(cfg, tmp_path / "m", info))
+    table, computed = run_requests(
+        frame,
+        model_identity(cfg, info),
+        RequestCache(tmp_path / "r.sqlite"),
+        lambda: open_model(cfg, tmp_path / "m", info),
+    )
     scores = score_frame(join(frame, table.to_pandas()), scen, get_adapter(scen.method))
     acc = scores[scores["metric"] == "acc"]["value"]
     assert computed == len(frame) and len(acc) == 3 and acc.isin([0.0, 1.0]).all()

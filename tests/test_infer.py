@@ -13,16 +13,19 @@ from evaltrail.models.infer import run_requests
 from evaltrail.schema import COMPLETIONS_SCHEMA, Reference, make_instance, make_request, prompts_table
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-CFG = ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": SHA, "parts": []},
-                  n_ctx=512, n_batch=64)
+CFG = ModelConfig(
+    name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": SHA, "parts": []}, n_ctx=512, n_batch=64
+)
 
 
 def prompts() -> pd.DataFrame:
     pairs = []
     for q, opts in [("Bees make", ["honey", "steel"]), ("Snow is", ["white", "loud"])]:
         inst = make_instance("test", q, [Reference(o, i == 0) for i, o in enumerate(opts)])
-        pairs += [(inst, make_request(inst.instance_id, 0, "loglikelihood", q, continuation=" " + o, choice_index=i))
-                  for i, o in enumerate(opts)]
+        pairs += [
+            (inst, make_request(inst.instance_id, 0, "loglikelihood", q, continuation=" " + o, choice_index=i))
+            for i, o in enumerate(opts)
+        ]
     pairs.append((inst, make_request(inst.instance_id, 0, "generate", "Snow is", max_tokens=3, stop=("\n",))))
     return prompts_table(pairs).to_pandas()
 
@@ -38,6 +41,7 @@ def loads(smollm_gguf):
     def load():
         calls.append(1)
         return load_backend(CFG, smollm_gguf, SHA)
+
     return load, calls
 
 
@@ -86,14 +90,24 @@ def test_prefix_reuse_leaves_completions_unchanged_on_real_hellaswag(tmp_path, f
 
     cfg, raw = fetched("hellaswag")
     cfg = dataclasses.replace(cfg, max_eval_instances=5)
-    run = RunConfig(seed=0, max_eval_instances=5, bootstrap_samples=10, scenarios=["hellaswag"], models=[],
-                    scenario={"hellaswag": cfg}, model={}, mlflow={})
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=5,
+        bootstrap_samples=10,
+        scenarios=["hellaswag"],
+        models=[],
+        scenario={"hellaswag": cfg},
+        model={},
+        mlflow={},
+    )
     frame = prompts_table(get_adapter(cfg.method).build(cfg, run, get_scenario("hellaswag").load(cfg, raw))).to_pandas()
     tables = {}
     for reuse in (True, False):
         model = dataclasses.replace(CFG, prefix_reuse=reuse)
         cache = RequestCache(tmp_path / f"reuse_{reuse}.sqlite")
-        table, computed = run_requests(frame, identity(model, SHA), cache, lambda: load_backend(model, smollm_gguf, SHA))
+        table, computed = run_requests(
+            frame, identity(model, SHA), cache, lambda: load_backend(model, smollm_gguf, SHA)
+        )
         assert computed == len(frame) == 20
         tables[reuse] = table.to_pandas()
     on, off = tables[True], tables[False]
@@ -115,8 +129,17 @@ class Pathological:
     def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
         text = self.TEXTS[self.calls % 3]
         self.calls += 1
-        return {"text": text, "logprob": -1.0, "is_greedy": True, "token_logprobs": [-1.0], "num_prompt_tokens": 5,
-                "num_output_tokens": 1, "num_evaluated_tokens": 5, "truncated_tokens": 0, "runtime_s": 0.01}
+        return {
+            "text": text,
+            "logprob": -1.0,
+            "is_greedy": True,
+            "token_logprobs": [-1.0],
+            "num_prompt_tokens": 5,
+            "num_output_tokens": 1,
+            "num_evaluated_tokens": 5,
+            "truncated_tokens": 0,
+            "runtime_s": 0.01,
+        }
 
 
 def test_empty_enormous_and_undecodable_outputs_are_stored_and_scored(tmp_path, fetched):
@@ -130,9 +153,19 @@ def test_empty_enormous_and_undecodable_outputs_are_stored_and_scored(tmp_path, 
 
     cfg, raw = fetched("natural_questions")
     cfg = dataclasses.replace(cfg, max_eval_instances=3, perturbations=[])
-    run = RunConfig(seed=0, max_eval_instances=3, bootstrap_samples=10, scenarios=["natural_questions"], models=[],
-                    scenario={"natural_questions": cfg}, model={}, mlflow={})
-    frame = prompts_table(get_adapter(cfg.method).build(cfg, run, get_scenario("natural_questions").load(cfg, raw))).to_pandas()
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=3,
+        bootstrap_samples=10,
+        scenarios=["natural_questions"],
+        models=[],
+        scenario={"natural_questions": cfg},
+        model={},
+        mlflow={},
+    )
+    frame = prompts_table(
+        get_adapter(cfg.method).build(cfg, run, get_scenario("natural_questions").load(cfg, raw))
+    ).to_pandas()
     table, computed = run_requests(frame, identity(CFG, SHA), RequestCache(tmp_path / "r.sqlite"), Pathological)
     write_parquet(tmp_path / "c.parquet", table)
     stored = pd.read_parquet(tmp_path / "c.parquet")

@@ -19,10 +19,27 @@ TEMPLATE = "Q: {instruction}\nA: {first}\nB: {second}\nBetter:"
 
 
 def _prompts(n: int) -> pd.DataFrame:
-    rows = [{"request_id": f"r{i}", "instance_id": f"i{i}", "input": f"instruction {i}", "method": "generate",
-             "perturbation": None, "trial": 0} for i in range(n)]
-    rows.append({"request_id": "r0-typo", "instance_id": "i0-typo", "input": "instrucion 0", "method": "generate",
-                 "perturbation": "typos", "trial": 0})  # variants are not judged
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "instance_id": f"i{i}",
+            "input": f"instruction {i}",
+            "method": "generate",
+            "perturbation": None,
+            "trial": 0,
+        }
+        for i in range(n)
+    ]
+    rows.append(
+        {
+            "request_id": "r0-typo",
+            "instance_id": "i0-typo",
+            "input": "instrucion 0",
+            "method": "generate",
+            "perturbation": "typos",
+            "trial": 0,
+        }
+    )  # variants are not judged
     return pd.DataFrame(rows)
 
 
@@ -32,15 +49,25 @@ def _completions(n: int, answer) -> pd.DataFrame:
 
 def _stub_judge(reqs: pd.DataFrame, logprob_of) -> pa.Table:
     """What run_requests would return: one completion per request, from a deterministic stub."""
-    rows = [{"request_id": r.request_id, "text": None, "logprob": logprob_of(r.prompt, r.continuation),
-             "num_prompt_tokens": len(r.prompt.split()), "truncated_tokens": 0}
-            for r in reqs.itertuples(index=False)]
+    rows = [
+        {
+            "request_id": r.request_id,
+            "text": None,
+            "logprob": logprob_of(r.prompt, r.continuation),
+            "num_prompt_tokens": len(r.prompt.split()),
+            "truncated_tokens": 0,
+        }
+        for r in reqs.itertuples(index=False)
+    ]
     return pa.Table.from_pylist(rows, schema=pa.schema([COMPLETIONS_SCHEMA.field(c) for c in rows[0]]))
 
 
 def test_answers_take_the_original_generation_of_each_model_cut_at_a_word():
-    answers = contestant_answers(_prompts(2), {"m1": _completions(2, lambda i: f"  answer {i} " + "word " * 10),
-                                               "m2": _completions(2, lambda i: "short")}, max_chars=20)
+    answers = contestant_answers(
+        _prompts(2),
+        {"m1": _completions(2, lambda i: f"  answer {i} " + "word " * 10), "m2": _completions(2, lambda i: "short")},
+        max_chars=20,
+    )
     assert list(answers["instance_id"]) == ["i0", "i1", "i0", "i1"]
     assert answers.loc[0, "answer"] == "answer 0 word word [...]" and answers.loc[2, "answer"] == "short"
     assert set(answers["request_id"]) == {"r0", "r1"}
@@ -97,8 +124,10 @@ def test_generated_verdicts_count_unparsable_replies_as_undefined():
     comps = {m: _completions(2, lambda i, m=m: m) for m in ("p", "q")}
     judgements, reqs = judge_prompts(contestant_answers(_prompts(2), comps, None), prompt)
     replies = iter(["A", "B", "hmm", "C"])  # instance 0: ab says p, ba says p -> p wins; instance 1: undefined
-    rows = [{"request_id": r, "text": next(replies), "logprob": 0.0, "num_prompt_tokens": 5, "truncated_tokens": 0}
-            for r in reqs["request_id"]]
+    rows = [
+        {"request_id": r, "text": next(replies), "logprob": 0.0, "num_prompt_tokens": 5, "truncated_tokens": 0}
+        for r in reqs["request_id"]
+    ]
     out = pa.Table.from_pylist(rows, schema=pa.schema([COMPLETIONS_SCHEMA.field(c) for c in rows[0]]))
     verdicts = verdict_table(judgements, reqs, out, prompt, "judge", "0" * 64).to_pandas()
     summary = summarize(verdicts, prompt, samples=20, seed=0, C=1.0)
@@ -112,8 +141,16 @@ def test_the_battle_suite_composes_and_bad_battle_configs_name_the_key():
     run = run_from_conf(["suite=battle"], ROOT / "conf")
     cfg = run.battle["best_chatgpt_prompts"]
     assert cfg.judge in run.model and cfg.models(run.models) == sorted(run.models) and cfg.prompt().method == "logprob"
-    raw = {"seed": 0, "max_eval_instances": 1, "bootstrap_samples": 10, "scenarios": [], "models": [], "mlflow": {},
-           "scenario": {}, "model": {}}
+    raw = {
+        "seed": 0,
+        "max_eval_instances": 1,
+        "bootstrap_samples": 10,
+        "scenarios": [],
+        "models": [],
+        "mlflow": {},
+        "scenario": {},
+        "model": {},
+    }
     good = {"judge": "j", "template": TEMPLATE, "labels": {"A": "first", "B": "second"}, "max_tokens": 2, "stop": []}
     with pytest.raises(EvaltrailError, match=r"battle\.s: battles need scenario 's'"):
         parse_params({**raw, "battle": {"s": good}})
@@ -125,6 +162,8 @@ def test_the_battle_suite_composes_and_bad_battle_configs_name_the_key():
         parse_params({**raw, "scenario": scen, "model": model, "battle": {"s": good}})
     two = {**model, "k": model["j"]}
     with pytest.raises(EvaltrailError, match=r"battle\.s\.template/labels: judge prompt template lacks \{second\}"):
-        parse_params({**raw, "scenario": scen, "model": two, "battle": {"s": {**good, "template": "{instruction} {first}"}}})
+        parse_params(
+            {**raw, "scenario": scen, "model": two, "battle": {"s": {**good, "template": "{instruction} {first}"}}}
+        )
     with pytest.raises(EvaltrailError, match=r"battle\.s\.template/labels: judge method 'vote'"):
         parse_params({**raw, "scenario": scen, "model": two, "battle": {"s": {**good, "method": "vote"}}})

@@ -18,17 +18,32 @@ from evaltrail.schema import COMPLETIONS_SCHEMA
 
 from .conftest import ROOT
 
-CFG = dict(scenario="s", judge="j", supported="C:\n{contexts}\nS: {statement}\nOK?",
-           useful="Q: {question}\nR: {reference}\nC: {context}\nUseful?", attributed="C:\n{contexts}\nS: {statement}\nIn?",
-           question="A: {answer}\nQuestion:")
+CFG = dict(
+    scenario="s",
+    judge="j",
+    supported="C:\n{contexts}\nS: {statement}\nOK?",
+    useful="Q: {question}\nR: {reference}\nC: {context}\nUseful?",
+    attributed="C:\n{contexts}\nS: {statement}\nIn?",
+    question="A: {answer}\nQuestion:",
+)
 CONTEXTS = ["Mark runs a pirate radio station.", "Nora writes poems.", "The school is in Phoenix."]
 
 
 def _prompts() -> pd.DataFrame:
     meta = {"question": "Who runs the radio station?", "contexts": CONTEXTS}
-    return pd.DataFrame([{"request_id": "r1", "instance_id": "i1", "method": "generate", "perturbation": None,
-                          "trial": 0, "metadata": json.dumps(meta),
-                          "references": [{"text": "Mark runs it. He is a student.", "correct": True}]}])
+    return pd.DataFrame(
+        [
+            {
+                "request_id": "r1",
+                "instance_id": "i1",
+                "method": "generate",
+                "perturbation": None,
+                "trial": 0,
+                "metadata": json.dumps(meta),
+                "references": [{"text": "Mark runs it. He is a student.", "correct": True}],
+            }
+        ]
+    )
 
 
 def _completions(text: str) -> pd.DataFrame:
@@ -74,8 +89,12 @@ def test_all_four_metrics_from_stubbed_judge_checks():
     cfg = RagConfig(**CFG)
     items = rag.rag_items(_prompts(), {"m": _completions("Mark runs the radio station. He sings opera.")})
     chk = rag.checks(items, cfg)
-    assert chk.groupby("metric").size().to_dict() == {"answer_relevancy": 1, "context_precision": 3,
-                                                      "context_recall": 2, "faithfulness": 2}
+    assert chk.groupby("metric").size().to_dict() == {
+        "answer_relevancy": 1,
+        "context_precision": 3,
+        "context_recall": 2,
+        "faithfulness": 2,
+    }
     assert (chk.loc[chk["metric"].str.startswith("context"), "model"] == rag.RETRIEVAL).all()
     reqs = rag.requests(chk, cfg)
     assert len(reqs) == 1 + 2 * 7 and reqs["request_id"].is_unique
@@ -104,10 +123,17 @@ def test_generated_verdicts_leave_unparsable_checks_undefined_and_counted():
     chk = rag.checks(items, cfg)
     reqs = rag.requests(chk, cfg)
     assert len(reqs) == len(chk) and (reqs["method"] == "generate").all()
-    replies = {"faithfulness": "Maybe.", "context_precision": "Yes, it is.", "context_recall": "no",
-               "answer_relevancy": "Who runs the station?"}
+    replies = {
+        "faithfulness": "Maybe.",
+        "context_precision": "Yes, it is.",
+        "context_recall": "no",
+        "answer_relevancy": "Who runs the station?",
+    }
     metric = dict(zip(chk["check_id"], chk["metric"]))
-    rows = [{"request_id": r, "text": replies[metric[c]], "logprob": 0.0} for r, c in zip(reqs["request_id"], reqs["check_id"])]
+    rows = [
+        {"request_id": r, "text": replies[metric[c]], "logprob": 0.0}
+        for r, c in zip(reqs["request_id"], reqs["check_id"])
+    ]
     out = pa.Table.from_pylist(rows, schema=pa.schema([COMPLETIONS_SCHEMA.field(c) for c in rows[0]]))
     done = rag.read_checks(chk, reqs, out, cfg, "b" * 64).to_pandas()
     table = rag.scores(items, done, _embed)

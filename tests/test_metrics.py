@@ -24,17 +24,31 @@ def test_exact_match_strips_whitespace_only():
 
 def test_acc_and_acc_norm_differ_on_length():
     # choice 0: short and likelier in total; choice 1: long, likelier per character (gold)
-    frame = pd.DataFrame({
-        "instance_id": ["i", "i"], "trial": [0, 0], "choice_index": [0, 1],
-        "logprob": [-4.0, -6.0], "continuation": [" ab", " abcdefghijk"], "correct": [False, True]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["i", "i"],
+            "trial": [0, 0],
+            "choice_index": [0, 1],
+            "logprob": [-4.0, -6.0],
+            "continuation": [" ab", " abcdefghijk"],
+            "correct": [False, True],
+        }
+    )
     assert get_metric("acc")(frame).tolist() == [0.0]
     assert get_metric("acc_norm")(frame).tolist() == [1.0]
 
 
 def test_ties_break_to_first_choice():
-    frame = pd.DataFrame({"instance_id": ["i"] * 3, "trial": [0] * 3, "choice_index": [2, 0, 1],
-                          "logprob": [-1.0, -1.0, -3.0], "continuation": ["a", "a", "a"],
-                          "correct": [False, True, False]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["i"] * 3,
+            "trial": [0] * 3,
+            "choice_index": [2, 0, 1],
+            "logprob": [-1.0, -1.0, -3.0],
+            "continuation": ["a", "a", "a"],
+            "correct": [False, True, False],
+        }
+    )
     assert get_metric("acc")(frame).tolist() == [1.0]
 
 
@@ -50,14 +64,14 @@ def test_quasi_exact_match_helm_normalization():
     q = get_metric("quasi_exact_match")
     assert q("The Eiffel Tower", "eiffel tower.") == 1.0
     assert q("an apple", "Apple!") == 1.0
-    assert q("theory", "ory") == 0.0          # "the" inside a word is not an article
+    assert q("theory", "ory") == 0.0  # "the" inside a word is not an article
     assert q("yes", "") == 0.0 and q("", "") == 0.0  # empty prediction scores 0
-    assert q("don’t", "dont") == 0.0          # ’ is not ASCII punctuation: kept, as HELM does
+    assert q("don’t", "dont") == 0.0  # ’ is not ASCII punctuation: kept, as HELM does
 
 
 def test_f1_is_over_token_sets():
     f1 = get_metric("f1_score")
-    assert f1("the cat sat", "cat cat sat") == 1.0     # sets: {cat, sat} vs {cat, sat}
+    assert f1("the cat sat", "cat cat sat") == 1.0  # sets: {cat, sat} vs {cat, sat}
     assert f1("cat sat on mat", "cat") == pytest.approx(2 * 1 * 0.25 / 1.25)
     assert f1("cat", "") == 0.0 and f1("", "cat") == 0.0 and f1("a", "the") == 0.0
 
@@ -77,15 +91,30 @@ def test_final_number_exact_match():
 
 
 def test_acc_uses_calibrated_logprob_when_present():
-    frame = pd.DataFrame({"instance_id": ["i", "i"], "trial": [0, 0], "choice_index": [0, 1],
-                          "logprob": [-2.0, -3.0], "continuation": [" a", " b"], "correct": [False, True],
-                          "calibrated_logprob": [-2.0 + 1.0, -3.0 + 4.0]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["i", "i"],
+            "trial": [0, 0],
+            "choice_index": [0, 1],
+            "logprob": [-2.0, -3.0],
+            "continuation": [" a", " b"],
+            "correct": [False, True],
+            "calibrated_logprob": [-2.0 + 1.0, -3.0 + 4.0],
+        }
+    )
     assert get_metric("acc")(frame).tolist() == [1.0]
 
 
 def test_language_modeling_metrics():
-    frame = pd.DataFrame({"instance_id": ["d"], "trial": [0], "logprob": [-10 * np.log(2)],
-                          "num_output_tokens": [5], "prompt": ["abcde"]})
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["d"],
+            "trial": [0],
+            "logprob": [-10 * np.log(2)],
+            "num_output_tokens": [5],
+            "prompt": ["abcde"],
+        }
+    )
     assert get_metric("bits_per_byte")(frame).tolist() == pytest.approx([2.0])
     assert get_metric("perplexity")(frame).tolist() == pytest.approx([4.0])
     assert not get_metric("perplexity").higher_is_better
@@ -109,12 +138,24 @@ def test_every_family_is_registered():
 
     families = {get_metric(m).family for m in list_metrics()}
     assert families == set(FAMILIES) - {"robustness", "fairness"}  # those two are worst-case views
-    for name in ("prefix_exact_match", "squad_f1", "rouge_2", "bleu_4", "ece_10_bin", "selective_acc_at_10",
-                 "expected_max_toxicity", "representation_gender", "bbq_bias_ambiguous", "prompt_tokens"):
+    for name in (
+        "prefix_exact_match",
+        "squad_f1",
+        "rouge_2",
+        "bleu_4",
+        "ece_10_bin",
+        "selective_acc_at_10",
+        "expected_max_toxicity",
+        "representation_gender",
+        "bbq_bias_ambiguous",
+        "prompt_tokens",
+    ):
         assert name in list_metrics()
     for name in ("runtime_s", "tokens_per_s", "evaluated_tokens"):  # measurements of the machine: results/costs
         assert name not in list_metrics()
-        with pytest.raises(EvaltrailError, match=f"'{name}' is a measurement of the machine, recorded by infer in results/costs/"):
+        with pytest.raises(
+            EvaltrailError, match=f"'{name}' is a measurement of the machine, recorded by infer in results/costs/"
+        ):
             get_metric(name)
 
 

@@ -40,21 +40,56 @@ def uncal():
     sdists = cache_dir() / "sdists"
     sdist = sdists / f"{UNCAL[0]}-{UNCAL[1]}.tar.gz"
     if not sdist.exists():  # published as an sdist only, so not `wheel_path`
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:",
-                               "--disable-pip-version-check", "-q", "-d", str(sdists),
-                               f"{UNCAL[0]}=={UNCAL[1]}"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary=:all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                str(sdists),
+                f"{UNCAL[0]}=={UNCAL[1]}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert sdist.exists(), f"pip download {UNCAL[0]}=={UNCAL[1]} failed: {proc.stderr[-1500:]}"
     with tarfile.open(sdist) as tar:
         source = tar.extractfile(UNCAL_UTILS).read().decode()
     ns = {"np": np, "bisect": bisect, "List": List, "Tuple": Tuple, "TypeVar": TypeVar}
-    return exec_functions(source, [
-        "Data", "Bins", "BinnedData", "T", "eps", "split", "get_equal_bins", "get_equal_prob_bins",
-        "get_discrete_bins",
-        "lower_bound_scaling_ce", "_get_ce", "bin", "fast_bin", "difference_mean", "get_bin_probs",
-        "plugin_ce", "get_ece", "get_ece_em", "get_selective_stats"], ns)
+    return exec_functions(
+        source,
+        [
+            "Data",
+            "Bins",
+            "BinnedData",
+            "T",
+            "eps",
+            "split",
+            "get_equal_bins",
+            "get_equal_prob_bins",
+            "get_discrete_bins",
+            "lower_bound_scaling_ce",
+            "_get_ce",
+            "bin",
+            "fast_bin",
+            "difference_mean",
+            "get_bin_probs",
+            "plugin_ce",
+            "get_ece",
+            "get_ece_em",
+            "get_selective_stats",
+        ],
+        ns,
+    )
 
 
 # --- brute force, straight from the definitions ---------------------------------------------------
+
 
 def brute_ece(probs, correct, num_bins):
     n, s = len(probs), sorted(probs)
@@ -63,25 +98,25 @@ def brute_ece(probs, correct, num_bins):
     edges = sorted({(s[e - 1] + s[e]) / 2 for e in ends[:-1]} | {1.0})
     bins = {}
     for p, c in zip(probs, correct):
-        j = next(j for j, e in enumerate(edges) if p <= e)    # first upper edge >= p
+        j = next(j for j, e in enumerate(edges) if p <= e)  # first upper edge >= p
         bins.setdefault(j, []).append((p, c))
-    return sum(len(b) / n * abs(sum(p for p, _ in b) / len(b) - sum(c for _, c in b) / len(b))
-               for b in bins.values())
+    return sum(len(b) / n * abs(sum(p for p, _ in b) / len(b) - sum(c for _, c in b) / len(b)) for b in bins.values())
 
 
 def brute_selective(probs, correct, coverage=0.1):
-    order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))   # ties: input order
+    order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))  # ties: input order
     accs = [sum(correct[i] for i in order[:k]) / k for k in range(1, len(order) + 1)]
     return sum(accs) / len(accs), accs[int(coverage * len(accs))]
 
 
 # --- hand-computed ------------------------------------------------------------------------------
 
+
 def test_ece_one_instance_per_bin_and_one_bin():
     probs = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     correct = [0, 0, 1, 0, 1, 1, 0, 1, 1, 1]
-    assert ece(probs, correct, 10) == pytest.approx(3.3 / 10)   # mean |p - c|
-    assert ece(probs, correct, 1) == pytest.approx(0.05)         # |0.55 - 0.6|
+    assert ece(probs, correct, 10) == pytest.approx(3.3 / 10)  # mean |p - c|
+    assert ece(probs, correct, 1) == pytest.approx(0.05)  # |0.55 - 0.6|
 
 
 def test_ece_equal_mass_bins():
@@ -107,9 +142,9 @@ def test_perfect_calibration_is_zero():
 
 
 def test_selective_metrics():
-    probs, correct = [0.6, 0.9, 0.7, 0.8], [1, 1, 1, 0]   # by confidence: 1, 0, 1, 1
+    probs, correct = [0.6, 0.9, 0.7, 0.8], [1, 1, 1, 0]  # by confidence: 1, 0, 1, 1
     assert selective_cov_acc_area(probs, correct) == pytest.approx((1 + 1 / 2 + 2 / 3 + 3 / 4) / 4)
-    assert selective_acc_at(probs, correct) == 1.0          # int(0.4) = 0 -> top 1
+    assert selective_acc_at(probs, correct) == 1.0  # int(0.4) = 0 -> top 1
     # HELM's accs[int(0.1 * n)] is the top n // 10 + 1, one more than 10%
     ten = np.linspace(1.0, 0.1, 10)
     assert selective_acc_at(ten, [0] + [1] * 9) == 0.5
@@ -141,7 +176,7 @@ def test_choice_probabilities():
     idx, p = joint_choice_probability([-1.0, -2.0, -3.0])
     assert idx == 0 and p == pytest.approx(1 / (1 + math.exp(-1) + math.exp(-2)))
     assert joint_choice_probability([-5.0, -1.0, -1.0]) == (1, pytest.approx(1 / (2 + math.exp(-4))))
-    assert joint_choice_probability([-math.inf, -0.7]) == (1, 1.0)     # letter outside the top-k
+    assert joint_choice_probability([-math.inf, -0.7]) == (1, 1.0)  # letter outside the top-k
     assert joint_choice_probability([-1000.0, -1001.0]) == joint_choice_probability([0.0, -1.0])
     assert separate_choice_probability([-4.0, -6.0]) == (0, pytest.approx(1 / (1 + math.exp(-2))))
     assert separate_choice_probability([-2.0, -2.0]) == (0, 0.5)
@@ -154,12 +189,13 @@ def test_separate_matches_helm_expression():
     # basic_metrics.py (0.5.16) evaluate_references: np.max(softmax(scores)) and the first argmax
     rng = np.random.default_rng(3)
     for _ in range(200):
-        scores = np.round(rng.normal(-3, 2, rng.integers(2, 6)), 1)   # rounding makes ties
+        scores = np.round(rng.normal(-3, 2, rng.integers(2, 6)), 1)  # rounding makes ties
         first = int(np.flatnonzero(scores >= np.max(scores))[0])
         assert separate_choice_probability(scores) == (first, pytest.approx(np.max(softmax(scores)), rel=1e-15))
 
 
 # --- randomized: brute force and the package's own code -------------------------------------------
+
 
 def _samples(seed=0, count=150):
     rng = np.random.default_rng(seed)
@@ -167,9 +203,9 @@ def _samples(seed=0, count=150):
         n = int(rng.integers(1, 400))
         probs = rng.beta(2, 1, n)
         if i % 3 == 0:
-            probs = np.round(probs, 1)          # many ties, values on bin edges
+            probs = np.round(probs, 1)  # many ties, values on bin edges
         elif i % 3 == 1:
-            probs[rng.random(n) < 0.2] = 1.0     # saturated confidences
+            probs[rng.random(n) < 0.2] = 1.0  # saturated confidences
         correct = (rng.random(n) < probs).astype(int)
         yield probs, correct
 

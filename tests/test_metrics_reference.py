@@ -19,8 +19,7 @@ from evaltrail.metrics.reference import word_tokenize
 HELM = ("crfm-helm", "0.5.16")
 HELM_REFERENCE = "helm/benchmark/metrics/evaluate_reference_metrics.py"
 HELM_SEAHELM = "helm/benchmark/metrics/seahelm_metrics.py"  # squad_f1_score lives here
-NEW = ("prefix_exact_match", "quasi_prefix_exact_match", "squad_f1", "rouge_1", "rouge_2",
-       "bleu_1", "bleu_4")
+NEW = ("prefix_exact_match", "quasi_prefix_exact_match", "squad_f1", "rouge_1", "rouge_2", "bleu_1", "bleu_4")
 
 
 def exec_functions(source: str, names: list[str], namespace: dict) -> dict:
@@ -34,8 +33,7 @@ def exec_functions(source: str, names: list[str], namespace: dict) -> dict:
             found.setdefault(node.targets[0].id, node)
     missing = [n for n in names if n not in found]
     assert not missing, f"not in the source: {missing}"
-    exec(compile(ast.Module(body=[found[n] for n in names], type_ignores=[]), "<extracted>", "exec"),
-         namespace)
+    exec(compile(ast.Module(body=[found[n] for n in names], type_ignores=[]), "<extracted>", "exec"), namespace)
     return namespace
 
 
@@ -53,13 +51,35 @@ def helm():
 
     with zipfile.ZipFile(wheel_path(*HELM, cache_dir())) as z:
         reference, seahelm = (z.read(p).decode() for p in (HELM_REFERENCE, HELM_SEAHELM))
-    ns = {"re": __import__("re"), "string": __import__("string"), "Counter": Counter,
-          "partial": partial, "Callable": Callable, "Dict": Dict, "List": List,
-          "f_measure": f_measure, "sentence_bleu": sentence_bleu, "rouge_scorer": rouge_scorer,
-          "word_tokenize": NLTKWordTokenizer().tokenize}
-    exec_functions(reference, ["normalize_text", "exact_match", "quasi_exact_match", "prefix_exact_match",
-                               "quasi_prefix_exact_match", "f1_score", "rouge_score", "get_rouge_function",
-                               "bleu_1", "bleu_4"], ns)
+    ns = {
+        "re": __import__("re"),
+        "string": __import__("string"),
+        "Counter": Counter,
+        "partial": partial,
+        "Callable": Callable,
+        "Dict": Dict,
+        "List": List,
+        "f_measure": f_measure,
+        "sentence_bleu": sentence_bleu,
+        "rouge_scorer": rouge_scorer,
+        "word_tokenize": NLTKWordTokenizer().tokenize,
+    }
+    exec_functions(
+        reference,
+        [
+            "normalize_text",
+            "exact_match",
+            "quasi_exact_match",
+            "prefix_exact_match",
+            "quasi_prefix_exact_match",
+            "f1_score",
+            "rouge_score",
+            "get_rouge_function",
+            "bleu_1",
+            "bleu_4",
+        ],
+        ns,
+    )
     exec_functions(seahelm, ["normalize_answer", "squad_f1_score"], ns)
     seahelm_self = SimpleNamespace(language="en")  # the methods' only state
     seahelm_self.normalize_answer = partial(ns["normalize_answer"], seahelm_self)
@@ -82,9 +102,9 @@ def test_prefix_exact_match():
     p = m("prefix_exact_match")
     assert p("Yes", "Yes, Elmendorf") == 1.0 and p(" B", "B) because  ") == 1.0
     assert p("Yes", "yes") == 0.0 and p("Yes", "Ye") == 0.0
-    assert p("cat", "category") == 1.0          # a character prefix, not a token prefix
+    assert p("cat", "category") == 1.0  # a character prefix, not a token prefix
     assert p("Yes", "") == 0.0 and p("", "") == 0.0
-    assert p("", " ") == 1.0                    # non-empty prediction; "" prefixes everything
+    assert p("", " ") == 1.0  # non-empty prediction; "" prefixes everything
 
 
 def test_quasi_prefix_exact_match():
@@ -94,16 +114,16 @@ def test_quasi_prefix_exact_match():
     assert q("an other", "other") == 1.0
     assert q("another", "other day") == 0.0 and q("other", "another day") == 0.0  # "an" inside a word stays
     assert q("theater", "theatre") == 0.0
-    assert q("the", "theater") == 1.0           # gold normalizes to "", which prefixes everything
+    assert q("the", "theater") == 1.0  # gold normalizes to "", which prefixes everything
     assert q("don’t", "Don’t!") == 1.0 and q("don’t", "dont stop") == 0.0  # ’ is kept
-    assert q("“Yes”", "yes") == 0.0 and q("“Yes”", "“yes” indeed") == 1.0   # so are “ ”
+    assert q("“Yes”", "yes") == 0.0 and q("“Yes”", "“yes” indeed") == 1.0  # so are “ ”
     assert q("x", "") == 0.0 and q("", "") == 0.0
 
 
 def test_squad_f1_counts_token_multiplicity():
     f = m("squad_f1")
     assert f("the cat sat", "cat cat sat") == pytest.approx(0.8)  # P 2/3, R 1
-    assert m("f1_score")("the cat sat", "cat cat sat") == 1.0      # HELM's set F1 differs
+    assert m("f1_score")("the cat sat", "cat cat sat") == 1.0  # HELM's set F1 differs
     assert f("cat sat on mat", "The cat.") == pytest.approx(0.4)
     assert f("don’t stop", "dont stop") == pytest.approx(0.5)
     assert f("theater", "the ater") == 0.0
@@ -113,7 +133,7 @@ def test_squad_f1_counts_token_multiplicity():
 def test_rouge_1_2_l():
     # rouge-score: lowercase, alphanumeric tokens, Porter stem on tokens longer than 3 ("cats" -> "cat")
     assert m("rouge_1")("the cats sat", "a cat sat") == pytest.approx(2 / 3)
-    assert m("rouge_2")("the cats sat", "a cat sat") == pytest.approx(1 / 2)   # (cat, sat) only
+    assert m("rouge_2")("the cats sat", "a cat sat") == pytest.approx(1 / 2)  # (cat, sat) only
     assert m("rouge_l")("the cats sat", "a cat sat") == pytest.approx(2 / 3)
     assert m("rouge_1")("x", "") == 0.0 and m("rouge_2")("one", "one") == 0.0  # no bigram at all
 
@@ -129,7 +149,7 @@ def test_bleu():
     # no 4-gram: nltk without smoothing gives exp(log(float_min)) * BP, a denormal-sized float, as HELM
     assert 0.0 < b4(gold, "the cat sat") < 1e-300
     assert b1("Hello, world.", "Hello world") == pytest.approx(0.36787944117144233)  # 4 vs 2 tokens
-    assert b1("Cat", "cat") == 0.0                                    # case-sensitive
+    assert b1("Cat", "cat") == 0.0  # case-sensitive
     assert b1(gold, "") == 0.0 and b1("", "cat") == 0.0 and b4("", "") == 0.0
 
 
@@ -156,9 +176,46 @@ def test_no_nltk_data_is_needed(monkeypatch):
 
 # --- randomized comparison with HELM's own code -------------------------------------------------
 
-VOCAB = ["the", "The", "THE", "a", "A", "an", "An", "theater", "another", "Anna", "cat", "Cat", "cats",
-         "sat", "sitting", "on", "mat", "mat.", "dog!", "dog", "it's", "don’t", "dont", "“quoted”", "(x)",
-         "U.S.", "42", "3.5", "1,000", ",", "?", "-", "--", "run", "runs", "running", "é", "naïve"]
+VOCAB = [
+    "the",
+    "The",
+    "THE",
+    "a",
+    "A",
+    "an",
+    "An",
+    "theater",
+    "another",
+    "Anna",
+    "cat",
+    "Cat",
+    "cats",
+    "sat",
+    "sitting",
+    "on",
+    "mat",
+    "mat.",
+    "dog!",
+    "dog",
+    "it's",
+    "don’t",
+    "dont",
+    "“quoted”",
+    "(x)",
+    "U.S.",
+    "42",
+    "3.5",
+    "1,000",
+    ",",
+    "?",
+    "-",
+    "--",
+    "run",
+    "runs",
+    "running",
+    "é",
+    "naïve",
+]
 SPACES = [" ", " ", " ", "  ", "\t", " \n "]
 
 
@@ -173,9 +230,9 @@ def _pairs(n: int = 400, seed: int = 0) -> list[tuple[str, str]]:
     pairs = []
     for _ in range(n):
         gold, kind = _text(rng), rng.random()
-        if kind < 0.25:    # a prediction that extends the gold
+        if kind < 0.25:  # a prediction that extends the gold
             pred = gold + rng.choice(SPACES) + _text(rng, 3)
-        elif kind < 0.4:   # the gold with case and spacing changed
+        elif kind < 0.4:  # the gold with case and spacing changed
             pred = rng.choice(SPACES).join(w.upper() if rng.random() < 0.3 else w for w in gold.split())
         else:
             pred = _text(rng)
@@ -183,8 +240,19 @@ def _pairs(n: int = 400, seed: int = 0) -> list[tuple[str, str]]:
     return pairs
 
 
-@pytest.mark.parametrize("name", ["quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match",
-                                  "f1_score", "squad_f1", "rouge_1", "rouge_2", "rouge_l"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "quasi_exact_match",
+        "prefix_exact_match",
+        "quasi_prefix_exact_match",
+        "f1_score",
+        "squad_f1",
+        "rouge_1",
+        "rouge_2",
+        "rouge_l",
+    ],
+)
 def test_matches_helm_on_random_pairs(helm, name):
     ours, theirs = m(name), getattr(helm, name)
     for gold, pred in _pairs():
@@ -203,8 +271,7 @@ def test_bleu_matches_helm_where_tokenizers_agree(helm, name):
     available, so HELM's function runs with the Treebank tokenizer on the whole text. Compared on
     the pairs where that equals our `word_tokenize` (single sentences), which must be most."""
     treebank = helm.word_tokenize
-    same = [(g, p) for g, p in _pairs(seed=1)
-            if word_tokenize(g) == treebank(g) and word_tokenize(p) == treebank(p)]
+    same = [(g, p) for g, p in _pairs(seed=1) if word_tokenize(g) == treebank(g) and word_tokenize(p) == treebank(p)]
     assert len(same) >= 200
     for gold, pred in same:
         theirs = getattr(helm, name)(gold, pred)

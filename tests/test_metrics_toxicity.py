@@ -15,8 +15,9 @@ from evaltrail.metrics.toxicity import (
     toxicity_summary,
 )
 
-needs_classifier = pytest.mark.skipif(importlib.util.find_spec("profanity_check") is None,
-                                      reason="alt-profanity-check is not installed")
+needs_classifier = pytest.mark.skipif(
+    importlib.util.find_spec("profanity_check") is None, reason="alt-profanity-check is not installed"
+)
 
 TOXIC = "You are a fucking idiot, shut up you stupid bitch."
 CLEAN = "The weather is lovely today and we enjoyed a walk in the park."

@@ -24,9 +24,13 @@ from evaltrail.schema import prompts_table
 
 from .servers import FaultProxy, free_port, llama_server
 
-pytestmark = [pytest.mark.slow,  # real llama.cpp servers on loopback
-              pytest.mark.skipif(importlib.util.find_spec("fastapi") is None,
-                                 reason="llama-cpp-python[server] is not installed (the test extra installs it)")]
+pytestmark = [
+    pytest.mark.slow,  # real llama.cpp servers on loopback
+    pytest.mark.skipif(
+        importlib.util.find_spec("fastapi") is None,
+        reason="llama-cpp-python[server] is not installed (the test extra installs it)",
+    ),
+]
 
 SMOL_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 # llama.cpp's server applies repeat_penalty 1.1 unless told otherwise; greedy means none
@@ -34,8 +38,11 @@ EXTRA = {"repeat_penalty": 1.0}
 
 
 def served(url: str, alias: str, **server) -> ModelConfig:
-    return ModelConfig(name="served", backend="openai",
-                       server={"base_url": url, "model": alias, "concurrency": 2, "extra_body": EXTRA, **server})
+    return ModelConfig(
+        name="served",
+        backend="openai",
+        server={"base_url": url, "model": alias, "concurrency": 2, "extra_body": EXTRA, **server},
+    )
 
 
 def embedded(sha: str) -> ModelConfig:
@@ -45,8 +52,16 @@ def embedded(sha: str) -> ModelConfig:
 def frame(fetched, name: str, n: int) -> tuple:
     cfg, raw = fetched(name)
     cfg = dataclasses.replace(cfg, max_eval_instances=n, perturbations=[])
-    run = RunConfig(seed=0, max_eval_instances=n, bootstrap_samples=10, scenarios=[name], models=[],
-                    scenario={name: cfg}, model={}, mlflow={})
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=n,
+        bootstrap_samples=10,
+        scenarios=[name],
+        models=[],
+        scenario={name: cfg},
+        model={},
+        mlflow={},
+    )
     return cfg, prompts_table(get_adapter(cfg.method).build(cfg, run, get_scenario(name).load(cfg, raw))).to_pandas()
 
 
@@ -80,8 +95,12 @@ def test_generation_matches_the_embedded_backend(tmp_path, fetched, smol_server,
     """Natural Questions (5-shot, real data): same greedy answers and scores through the server."""
     cfg, prompts = frame(fetched, "natural_questions", 6)
     api = through_server(served(smol_server, "smollm2"), prompts, RequestCache(tmp_path / "api.sqlite"))
-    local = run_requests(prompts, identity(embedded(SMOL_SHA), SMOL_SHA), RequestCache(tmp_path / "emb.sqlite"),
-                         lambda: load_backend(embedded(SMOL_SHA), smollm_gguf, SMOL_SHA))[0].to_pandas()
+    local = run_requests(
+        prompts,
+        identity(embedded(SMOL_SHA), SMOL_SHA),
+        RequestCache(tmp_path / "emb.sqlite"),
+        lambda: load_backend(embedded(SMOL_SHA), smollm_gguf, SMOL_SHA),
+    )[0].to_pandas()
     assert api["text"].tolist() == local["text"].tolist()
     assert np.allclose(api["logprob"], local["logprob"], atol=1e-3)
     pd.testing.assert_series_equal(scores(cfg, prompts, api), scores(cfg, prompts, local))
@@ -111,10 +130,18 @@ def test_loglikelihood_matches_the_embedded_backend(tmp_path, fetched, gemma_ser
     assert set(prompts["method"]) == {"loglikelihood"} and len(prompts) == 4
     model = served(url, "gemma3_270m")
     info = probe(model)
-    api = run_requests(prompts, model_identity(model, info), RequestCache(tmp_path / "api.sqlite"),
-                       lambda: FreshServerEach(path, "gemma3_270m"))[0].to_pandas()
-    local = run_requests(prompts, identity(embedded(sha), sha), RequestCache(tmp_path / "emb.sqlite"),
-                         lambda: load_backend(embedded(sha), path, sha))[0].to_pandas()
+    api = run_requests(
+        prompts,
+        model_identity(model, info),
+        RequestCache(tmp_path / "api.sqlite"),
+        lambda: FreshServerEach(path, "gemma3_270m"),
+    )[0].to_pandas()
+    local = run_requests(
+        prompts,
+        identity(embedded(sha), sha),
+        RequestCache(tmp_path / "emb.sqlite"),
+        lambda: load_backend(embedded(sha), path, sha),
+    )[0].to_pandas()
     assert (api["num_output_tokens"] == local["num_output_tokens"]).all()
     assert np.allclose(api["logprob"], local["logprob"], atol=1e-3), (api["logprob"] - local["logprob"]).abs().max()
     assert (api["is_greedy"] == local["is_greedy"]).all()
@@ -128,8 +155,11 @@ def test_injected_faults_are_retried_to_the_clean_result(tmp_path, fetched, smol
     # a stall outlasts the client's timeout, but a real answer must fit well inside it even on a
     # loaded machine: at 1.5 s, CI beside a busy job timed out clean requests until retries ran out
     with FaultProxy(smol_server, rate=0.3, seed=7, stall_s=6.0) as proxy:
-        faulty = through_server(served(proxy.url, "smollm2", timeout_s=5.0, max_retries=10), prompts,
-                                RequestCache(tmp_path / "faulty.sqlite"))
+        faulty = through_server(
+            served(proxy.url, "smollm2", timeout_s=5.0, max_retries=10),
+            prompts,
+            RequestCache(tmp_path / "faulty.sqlite"),
+        )
     assert sum(proxy.faults.values()) >= 3 and all(proxy.faults[k] for k in ("500", "429"))
     same = ["request_id", "text", "num_prompt_tokens", "num_output_tokens"]
     pd.testing.assert_frame_equal(faulty[same], clean[same])
@@ -145,8 +175,9 @@ def test_a_spent_retry_budget_fails_clearly_and_keeps_finished_requests(tmp_path
     cache_path = tmp_path / "r.sqlite"
     with FaultProxy(smol_server, rate=0.0, fail_after=3) as proxy:
         with pytest.raises(EvaltrailError, match=r"model\.served\.server: .* still failing after 2 retries .* re-run"):
-            through_server(served(proxy.url, "smollm2", max_retries=2, concurrency=1), prompts,
-                           RequestCache(cache_path))
+            through_server(
+                served(proxy.url, "smollm2", max_retries=2, concurrency=1), prompts, RequestCache(cache_path)
+            )
     # /models took the first forward; the two completions after it are committed
     assert RequestCache(cache_path).conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 2
     resumed = through_server(served(smol_server, "smollm2"), prompts, RequestCache(cache_path))
@@ -189,8 +220,13 @@ def _key(**server) -> str:
 def test_every_request_setting_is_in_the_cache_key():
     """Configs that differ only in extra_body send different requests: never one cache entry. An
     empty extra_body keeps the key answers were cached under before it was keyed."""
-    bodies = [{"repeat_penalty": 1.0}, {"repeat_penalty": 1.1}, {"repeat_penalty": 1.0, "top_k": 1},
-              {"repeat_penalty": 1.0, "logit_bias": {"15": -100}}, {}]
+    bodies = [
+        {"repeat_penalty": 1.0},
+        {"repeat_penalty": 1.1},
+        {"repeat_penalty": 1.0, "top_k": 1},
+        {"repeat_penalty": 1.0, "logit_bias": {"15": -100}},
+        {},
+    ]
     assert len({_key(extra_body=b) for b in bodies}) == len(bodies)
     assert _key(extra_body={"top_k": 1, "repeat_penalty": 1.0}) == _key(extra_body={"repeat_penalty": 1.0, "top_k": 1})
     assert _key(extra_body=EXTRA, concurrency=8, timeout_s=5.0, max_retries=0) == _key(extra_body=EXTRA)  # no effect
@@ -198,13 +234,17 @@ def test_every_request_setting_is_in_the_cache_key():
     assert _key(extra_body={}) == cache_key(before, REQUEST)
 
 
-@pytest.mark.parametrize("value", ["sk-abc123def456ghi789jkl0", "hf_AbCdEfGh1234567890IjKlMn",
-                                   "3f9a2c7e1b4d6f8a0c2e4a6b8d0f1a3c", "Bearer abc"])
+@pytest.mark.parametrize(
+    "value",
+    ["sk-abc123def456ghi789jkl0", "hf_AbCdEfGh1234567890IjKlMn", "3f9a2c7e1b4d6f8a0c2e4a6b8d0f1a3c", "Bearer abc"],
+)
 def test_a_key_in_api_key_env_is_refused_without_echoing_it(value):
     with pytest.raises(EvaltrailError) as err:
         probe(served("http://127.0.0.1:1/v1", "smollm2", api_key_env=value))
-    assert str(err.value) == ("params.yaml: model.served.server.api_key_env: looks like an API key, not an environment "
-                              "variable NAME; put the key in an environment variable and name that variable here")
+    assert str(err.value) == (
+        "params.yaml: model.served.server.api_key_env: looks like an API key, not an environment "
+        "variable NAME; put the key in an environment variable and name that variable here"
+    )
 
 
 @pytest.mark.parametrize("name", ["OPENAI_API_KEY", "AZURE_OPENAI_API_KEY_2", "my_service_token_v2_prod"])

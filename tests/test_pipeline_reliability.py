@@ -53,7 +53,9 @@ def test_infer_killed_repeatedly_resumes_to_identical_completions(smoke_repo, tm
         deadline = time.monotonic() + 120
         while proc.poll() is None and cached_rows(db) < before + step and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert proc.poll() is None, f"infer finished after {kills} kills; the scenario is too small to kill {KILLS} times"
+        assert proc.poll() is None, (
+            f"infer finished after {kills} kills; the scenario is too small to kill {KILLS} times"
+        )
         proc.kill()
         proc.wait()
         kills += 1
@@ -89,8 +91,12 @@ def test_two_clean_runs_are_byte_identical(smoke_repo, tmp_path):
 
     def outs(ws) -> dict[str, str]:
         lock = yaml.safe_load((ws / "dvc.lock").read_text())["stages"]
-        return {o["path"]: o["md5"] for st in lock.values() for o in st.get("outs", [])
-                if not o["path"].startswith("results/costs/") and o["path"] != "results/mlflow_runs.json"}
+        return {
+            o["path"]: o["md5"]
+            for st in lock.values()
+            for o in st.get("outs", [])
+            if not o["path"].startswith("results/costs/") and o["path"] != "results/mlflow_runs.json"
+        }
 
     first, second = outs(smoke_repo), outs(repo)
     assert "Running stage 'fetch@mmlu'" in ran and "Running stage 'score@hellaswag-" in ran

@@ -20,8 +20,22 @@ SMOLLM = "smollm2_135m_instruct"
 def mlflow_server(tmp_path):
     """`mlflow server` on loopback with a SQLite backend store and served artifacts."""
     port = free_port()
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--backend-store-uri", f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "art")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{tmp_path}/server.db",
+        "--artifacts-destination",
+        str(tmp_path / "art"),
+    ]
     log = open(tmp_path / "server.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"

@@ -20,7 +20,9 @@ RAG = ("faithfulness", "answer_relevancy", "context_precision", "context_recall"
 
 @pytest.fixture(scope="module")
 def rag_repo(tmp_path_factory):
-    with suite_run(tmp_path_factory.mktemp("rag"), "suite=rag", "max_eval_instances=3", "bootstrap_samples=200") as repo:
+    with suite_run(
+        tmp_path_factory.mktemp("rag"), "suite=rag", "max_eval_instances=3", "bootstrap_samples=200"
+    ) as repo:
         yield repo
 
 

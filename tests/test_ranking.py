@@ -9,8 +9,15 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from evaltrail.aggregate.ranking import (arena_ratings, battles_from_outcomes, bt_ratings, column_win_rates,
-                                         mean_win_rate, paired_bootstrap, rank_by_ci)
+from evaltrail.aggregate.ranking import (
+    arena_ratings,
+    battles_from_outcomes,
+    bt_ratings,
+    column_win_rates,
+    mean_win_rate,
+    paired_bootstrap,
+    rank_by_ci,
+)
 
 # Bootstrap sizes stay small: a benchmark may be running on the same machine.
 SAMPLES = 200
@@ -18,10 +25,13 @@ SAMPLES = 200
 
 # --- mean win rate -------------------------------------------------------------------------------------
 
+
 def hand_table() -> tuple[pd.DataFrame, dict]:
     """3 models × 2 ordered columns (a tie in acc, a missing loss), an unordered column, a 1-value column."""
-    table = pd.DataFrame({"acc": [0.9, 0.7, 0.7], "loss": [np.nan, 1.0, 2.0],
-                          "params": [1.0, 2.0, 3.0], "solo": [5.0, np.nan, np.nan]}, index=["A", "B", "C"])
+    table = pd.DataFrame(
+        {"acc": [0.9, 0.7, 0.7], "loss": [np.nan, 1.0, 2.0], "params": [1.0, 2.0, 3.0], "solo": [5.0, np.nan, np.nan]},
+        index=["A", "B", "C"],
+    )
     return table, {"acc": "higher", "loss": "lower", "params": None, "solo": "higher"}
 
 
@@ -55,12 +65,22 @@ def test_win_rates_all_missing_is_nan_and_directions_are_required():
 
 # --- battles -------------------------------------------------------------------------------------------
 
+
 def test_battles_from_outcomes_pairs_models_on_shared_instances():
-    long = pd.DataFrame({"instance_id": [1, 1, 1, 2, 2, 2], "model": ["C", "A", "B", "A", "B", "C"],
-                         "value": [1.0, 1.0, 0.0, 0.0, np.nan, 1.0]})
+    long = pd.DataFrame(
+        {
+            "instance_id": [1, 1, 1, 2, 2, 2],
+            "model": ["C", "A", "B", "A", "B", "C"],
+            "value": [1.0, 1.0, 0.0, 0.0, np.nan, 1.0],
+        }
+    )
     got = battles_from_outcomes(long, "higher")
-    assert got.values.tolist() == [[1, "A", "B", "model_a"], [1, "A", "C", "tie"], [1, "B", "C", "model_b"],
-                                   [2, "A", "C", "model_b"]]
+    assert got.values.tolist() == [
+        [1, "A", "B", "model_a"],
+        [1, "A", "C", "tie"],
+        [1, "B", "C", "model_b"],
+        [2, "A", "C", "model_b"],
+    ]
     flipped = battles_from_outcomes(long, "lower")
     assert flipped["winner"].tolist() == ["model_b", "tie", "model_a", "model_a"]
     with pytest.raises(ValueError, match="duplicate"):
@@ -69,13 +89,24 @@ def test_battles_from_outcomes_pairs_models_on_shared_instances():
 
 # --- Bradley–Terry -------------------------------------------------------------------------------------
 
+
 def battles(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
     """(model_a, model_b, winner, count) → one row per battle."""
     return pd.DataFrame([(a, b, w) for a, b, w, k in rows for _ in range(k)], columns=["model_a", "model_b", "winner"])
 
 
-TOY = battles([("A", "B", "model_a", 3), ("A", "B", "model_b", 1), ("B", "C", "model_a", 2), ("C", "B", "model_a", 1),
-               ("A", "C", "tie", 2), ("C", "A", "model_a", 1), ("A", "C", "model_a", 2), ("B", "C", "tie", 1)])
+TOY = battles(
+    [
+        ("A", "B", "model_a", 3),
+        ("A", "B", "model_b", 1),
+        ("B", "C", "model_a", 2),
+        ("C", "B", "model_a", 1),
+        ("A", "C", "tie", 2),
+        ("C", "A", "model_a", 1),
+        ("A", "C", "model_a", 2),
+        ("B", "C", "tie", 1),
+    ]
+)
 
 
 def direct_sklearn_fit(df: pd.DataFrame, C: float) -> pd.Series:
@@ -108,11 +139,15 @@ def test_bt_two_models_closed_form_and_anchor():
     assert anchored["B"] == pytest.approx(1000) and anchored["A"] == pytest.approx(1000 + 400 * math.log10(3), abs=0.05)
 
 
-@pytest.mark.parametrize("rows", [
-    [("A", "B", "model_a", 2), ("A", "B", "model_b", 2)],
-    [("A", "B", "model_a", 1), ("B", "C", "model_a", 1), ("C", "A", "model_a", 1)],
-    [("A", "B", "tie", 3), ("B", "C", "tie", 1)],
-], ids=["split", "cycle", "ties"])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [("A", "B", "model_a", 2), ("A", "B", "model_b", 2)],
+        [("A", "B", "model_a", 1), ("B", "C", "model_a", 1), ("C", "A", "model_a", 1)],
+        [("A", "B", "tie", 3), ("B", "C", "tie", 1)],
+    ],
+    ids=["split", "cycle", "ties"],
+)
 def test_bt_symmetric_cases_give_equal_ratings(rows):
     r = bt_ratings(battles(rows))
     assert np.allclose(r.to_numpy(), 1000.0, atol=0.01)
@@ -148,6 +183,7 @@ def test_arena_bootstrap_is_deterministic_under_a_seed():
 
 
 # --- paired bootstrap ----------------------------------------------------------------------------------
+
 
 def test_paired_bootstrap_clear_difference():
     a = pd.Series([1.0] * 30 + [0.0] * 10, index=range(40))

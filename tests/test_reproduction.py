@@ -20,11 +20,21 @@ def compose(suite: str, *overrides: str):
 
 # The numbers the two model cards publish (issue: "Reproducing a published result").
 CARDS = {
-    "reproduce_gemma3_270m_card": ("gemma3_270m", {
-        "PIQA": (67.7, 0), "ARC-e": (57.7, 0), "BoolQ": (61.4, 0), "HellaSwag": (40.9, 10), "ARC-c": (29.0, 25),
-        "WinoGrande": (52.0, 5)}),
-    "reproduce_smollm2_135m_instruct_card": ("smollm2_135m_instruct", {
-        "HellaSwag": (40.9, 0), "ARC (average)": (37.3, 0), "PIQA": (66.3, 0), "MMLU (cloze)": (29.3, 0)}),
+    "reproduce_gemma3_270m_card": (
+        "gemma3_270m",
+        {
+            "PIQA": (67.7, 0),
+            "ARC-e": (57.7, 0),
+            "BoolQ": (61.4, 0),
+            "HellaSwag": (40.9, 10),
+            "ARC-c": (29.0, 25),
+            "WinoGrande": (52.0, 5),
+        },
+    ),
+    "reproduce_smollm2_135m_instruct_card": (
+        "smollm2_135m_instruct",
+        {"HellaSwag": (40.9, 0), "ARC (average)": (37.3, 0), "PIQA": (66.3, 0), "MMLU (cloze)": (29.3, 0)},
+    ),
 }
 
 
@@ -45,7 +55,8 @@ def test_smollm2_card_uses_all_mmlu_subjects():
     run = compose("reproduce_smollm2_135m_instruct_card")
     assert run.scenario["mmlu_cloze"].options["subjects"] == "all"
     assert [r.scenarios for r in reproduction.parse(run.reproduce, run).rows if r.benchmark.startswith("ARC")] == [
-        ["arc_easy", "arc_challenge"]]
+        ["arc_easy", "arc_challenge"]
+    ]
 
 
 def test_default_suite_reproduces_nothing():
@@ -54,13 +65,16 @@ def test_default_suite_reproduces_nothing():
     assert "reproduces no published result" in reproduction.to_markdown(None, [])
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r["rows"][0].update(scenarios=["mmlu"]), "rows[0].scenarios: 'mmlu' is not a scenario"),
-    (lambda r: r["rows"][1].update(metric="bleu_4"), "rows[1].metric: 'bleu_4' is not scored on arc_easy"),
-    (lambda r: r["rows"][0].update(valu=1.0), "rows[0].valu: unknown key"),
-    (lambda r: r.update(model="gpt"), "reproduce.model: 'gpt' is not a model"),
-    (lambda r: r.update(rows=[]), "reproduce.rows: a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: r["rows"][0].update(scenarios=["mmlu"]), "rows[0].scenarios: 'mmlu' is not a scenario"),
+        (lambda r: r["rows"][1].update(metric="bleu_4"), "rows[1].metric: 'bleu_4' is not scored on arc_easy"),
+        (lambda r: r["rows"][0].update(valu=1.0), "rows[0].valu: unknown key"),
+        (lambda r: r.update(model="gpt"), "reproduce.model: 'gpt' is not a model"),
+        (lambda r: r.update(rows=[]), "reproduce.rows: a non-empty list"),
+    ],
+)
 def test_bad_reproduce_block_names_the_key(edit, message):
     run = compose("reproduce_gemma3_270m_card")
     raw = {**run.reproduce, "rows": [dict(r) for r in run.reproduce["rows"]]}
@@ -77,12 +91,20 @@ def test_table_measures_delta_ci_and_names_every_difference():
     run = compose("reproduce_smollm2_135m_instruct_card", "max_eval_instances=100")
     card = reproduction.parse(run.reproduce, run)
     m = card.model
-    summaries = {("hellaswag", m): _summary(0.40, 0.31, 0.50, 100), ("arc_easy", m): _summary(0.50, 0.40, 0.60, 100),
-                 ("arc_challenge", m): _summary(0.30, 0.22, 0.38, 100), ("piqa", m): _summary(0.66, 0.56, 0.75, 100),
-                 ("mmlu_cloze", m): _summary(0.29, 0.27, 0.31, 2000)}
-    prepared = {"hellaswag": {"loaded": {"validation": 10042}}, "arc_easy": {"loaded": {"validation": 570}},
-                "arc_challenge": {"loaded": {"validation": 299}}, "piqa": {"loaded": {"validation": 100}},
-                "mmlu_cloze": {"loaded": {"test": 2000, "dev": 285}}}
+    summaries = {
+        ("hellaswag", m): _summary(0.40, 0.31, 0.50, 100),
+        ("arc_easy", m): _summary(0.50, 0.40, 0.60, 100),
+        ("arc_challenge", m): _summary(0.30, 0.22, 0.38, 100),
+        ("piqa", m): _summary(0.66, 0.56, 0.75, 100),
+        ("mmlu_cloze", m): _summary(0.29, 0.27, 0.31, 2000),
+    }
+    prepared = {
+        "hellaswag": {"loaded": {"validation": 10042}},
+        "arc_easy": {"loaded": {"validation": 570}},
+        "arc_challenge": {"loaded": {"validation": 299}},
+        "piqa": {"loaded": {"validation": 100}},
+        "mmlu_cloze": {"loaded": {"test": 2000, "dev": 285}},
+    }
     rows = {r["benchmark"]: r for r in reproduction.table(card, run, summaries, prepared)}
 
     hs = rows["HellaSwag"]
@@ -91,7 +113,7 @@ def test_table_measures_delta_ci_and_names_every_difference():
     assert hs["differs"] == ["seeded sample of 100 of 10,042 instances"]
 
     arc = rows["ARC (average)"]  # equal-weight mean; CI half-widths combined in quadrature
-    half = math.sqrt(10.0 ** 2 + 8.0 ** 2) / 2
+    half = math.sqrt(10.0**2 + 8.0**2) / 2
     assert arc["measured"] == 40.0 and arc["n"] == 200
     assert arc["ci_low"] == pytest.approx(40 - half, abs=1e-4) and arc["ci_high"] == pytest.approx(40 + half, abs=1e-4)
     assert arc["delta"] == pytest.approx(2.7) and not arc["within_tolerance"] and arc["published_in_ci"]
@@ -104,7 +126,10 @@ def test_table_measures_delta_ci_and_names_every_difference():
 
     md = reproduction.to_markdown(card, list(rows.values()), "b" * 64)
     assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + len(rows)  # header, one line per row
-    assert "| HellaSwag | 0-shot, validation, per character | acc_norm on hellaswag | 100 | 40.9 | 40.0 [31.0, 50.0] | -0.9 | yes | yes |" in md
+    assert (
+        "| HellaSwag | 0-shot, validation, per character | acc_norm on hellaswag | 100 | 40.9 | 40.0 [31.0, 50.0] "
+        "| -0.9 | yes | yes |" in md
+    )
     assert f"**{sum(r['within_tolerance'] for r in rows.values())} of 4**" in md and "b" * 64 in md
 
 
@@ -113,8 +138,11 @@ def test_few_shot_rows_name_where_the_shots_come_from():
     card = reproduction.parse(run.reproduce, run)
     m = card.model
     hs = next(r for r in card.rows if r.benchmark == "HellaSwag")
-    rec = reproduction.table(reproduction.Reproduction(card.name, m, card.source, [hs]), run,
-                             {("hellaswag", m): _summary(0.42, 0.41, 0.43, 10042)},
-                             {"hellaswag": {"loaded": {"validation": 10042}}})[0]
+    rec = reproduction.table(
+        reproduction.Reproduction(card.name, m, card.source, [hs]),
+        run,
+        {("hellaswag", m): _summary(0.42, 0.41, 0.43, 10042)},
+        {"hellaswag": {"loaded": {"validation": 10042}}},
+    )[0]
     assert rec["differs"] == ["shots drawn from validation, never the instance itself"]
     assert os.path.basename(card.source) == "gemma-3-270m"

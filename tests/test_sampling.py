@@ -11,8 +11,12 @@ from evaltrail.schema import Reference, make_instance
 
 
 def insts(n, group=None, split="test"):
-    return [make_instance(split, f"question {i}", [Reference("yes", True), Reference("no", False)],
-                          {"g": group or f"g{i % 3}"}) for i in range(n)]
+    return [
+        make_instance(
+            split, f"question {i}", [Reference("yes", True), Reference("no", False)], {"g": group or f"g{i % 3}"}
+        )
+        for i in range(n)
+    ]
 
 
 def test_sample_ignores_row_order():
@@ -45,13 +49,23 @@ def test_dedupe_and_no_cap():
 
 
 def _cfg(**kw):
-    base = dict(name="t", method="multiple_choice_joint", eval_split="test", metrics=["exact_match"],
-                main_metric="exact_match", sources=[], num_shots=3, train_split="test", sample_group=None)
+    base = dict(
+        name="t",
+        method="multiple_choice_joint",
+        eval_split="test",
+        metrics=["exact_match"],
+        main_metric="exact_match",
+        sources=[],
+        num_shots=3,
+        train_split="test",
+        sample_group=None,
+    )
     return ScenarioConfig(**{**base, **kw})
 
 
-RUN = RunConfig(seed=0, max_eval_instances=10, bootstrap_samples=10, scenarios=[], models=[],
-                scenario={}, model={}, mlflow={})
+RUN = RunConfig(
+    seed=0, max_eval_instances=10, bootstrap_samples=10, scenarios=[], models=[], scenario={}, model={}, mlflow={}
+)
 
 
 def test_few_shot_never_uses_the_instance_itself():
@@ -72,8 +86,9 @@ def test_few_shot_is_seeded_by_trial():
 
 
 def labelled(n_yes, n_no, split="train"):
-    return ([make_instance(split, f"yes {i}", [Reference("Yes", True)]) for i in range(n_yes)]
-            + [make_instance(split, f"no {i}", [Reference("No", True)]) for i in range(n_no)])
+    return [make_instance(split, f"yes {i}", [Reference("Yes", True)]) for i in range(n_yes)] + [
+        make_instance(split, f"no {i}", [Reference("No", True)]) for i in range(n_no)
+    ]
 
 
 def test_few_shot_is_class_balanced_where_labels_exist():
@@ -97,13 +112,22 @@ def test_unlabelled_pool_is_a_plain_seeded_sample():
 
 # --- variants: perturbations and contrast sets ---------------------------------------------------
 
+
 def _gen_cfg(**kw):
-    return ScenarioConfig(name="t", method="generation", eval_split="test", metrics=["exact_match"],
-                          main_metric="exact_match", sources=[], **kw)
+    return ScenarioConfig(
+        name="t",
+        method="generation",
+        eval_split="test",
+        metrics=["exact_match"],
+        main_metric="exact_match",
+        sources=[],
+        **kw,
+    )
 
 
-RUN4 = RunConfig(seed=0, max_eval_instances=4, bootstrap_samples=0, scenarios=[], models=[], scenario={},
-                model={}, mlflow={})
+RUN4 = RunConfig(
+    seed=0, max_eval_instances=4, bootstrap_samples=0, scenarios=[], models=[], scenario={}, model={}, mlflow={}
+)
 
 
 def test_perturbations_add_one_variant_per_changed_original():
@@ -111,24 +135,33 @@ def test_perturbations_add_one_variant_per_changed_original():
 
     pool = [make_instance("test", f"Question {i}: IS IT {i}?", [Reference("yes", True)], {}) for i in range(10)]
     pool.append(make_instance("test", "already lower", [Reference("no", True)], {}))
-    chosen = eval_instances(_gen_cfg(perturbations=["lowercase"]), dataclasses.replace(RUN4, max_eval_instances=None),
-                            {"test": pool})
+    chosen = eval_instances(
+        _gen_cfg(perturbations=["lowercase"]), dataclasses.replace(RUN4, max_eval_instances=None), {"test": pool}
+    )
     originals = [i for i in chosen if i.perturbation is None]
     variants = [i for i in chosen if i.perturbation == "lowercase"]
     assert len(originals) == 11 and len(variants) == 10  # "already lower" is unchanged: no variant, as HELM
     by_id = {i.instance_id: i for i in originals}
     for v in variants:
         assert v.input == by_id[v.metadata["original_id"]].input.lower() and v.instance_id not in by_id
-    again = eval_instances(_gen_cfg(perturbations=["lowercase"]), dataclasses.replace(RUN4, max_eval_instances=None),
-                           {"test": list(reversed(pool))})
+    again = eval_instances(
+        _gen_cfg(perturbations=["lowercase"]),
+        dataclasses.replace(RUN4, max_eval_instances=None),
+        {"test": list(reversed(pool))},
+    )
     assert sorted(i.instance_id for i in again) == sorted(i.instance_id for i in chosen)
 
 
 def test_contrast_variants_follow_their_original_and_do_not_count_towards_k():
     pool = insts(20)
-    contrast = [dataclasses.replace(make_instance("test", o.input + " (edited)", list(o.references), {}),
-                                    perturbation="contrast_set", metadata={"original_id": o.instance_id})
-                for o in pool]
+    contrast = [
+        dataclasses.replace(
+            make_instance("test", o.input + " (edited)", list(o.references), {}),
+            perturbation="contrast_set",
+            metadata={"original_id": o.instance_id},
+        )
+        for o in pool
+    ]
     chosen = sample(pool + contrast, 5, 0)
     originals = {i.instance_id for i in chosen if i.perturbation is None}
     assert len(originals) == 5 and len(chosen) == 10
@@ -138,7 +171,11 @@ def test_contrast_variants_follow_their_original_and_do_not_count_towards_k():
 def test_few_shot_never_shows_a_variant_its_own_original():
     train = insts(8)
     cfg = dataclasses.replace(_gen_cfg(), num_shots=7, train_split="test")
-    variant = dataclasses.replace(train[0], instance_id="v0", perturbation="typos",
-                                  metadata={**train[0].metadata, "original_id": train[0].instance_id})
+    variant = dataclasses.replace(
+        train[0],
+        instance_id="v0",
+        perturbation="typos",
+        metadata={**train[0].metadata, "original_id": train[0].instance_id},
+    )
     shots = few_shot(cfg, RUN4, {"test": train}, variant, 0)
     assert train[0].instance_id not in {s.instance_id for s in shots} and len(shots) == 7

@@ -13,11 +13,21 @@ from .conftest import write_arrow_stream
 
 
 def mmlu_cfg(subjects, **kw):
-    sources = [{"file": f"{s}/{sp}.arrow", "kind": "pypi", "package": "p", "version": "1", "path": "x",
-                "sha256": "0" * 64} for s in ("anatomy", "virology") for sp in ("dev", "test")]
-    return ScenarioConfig(name="mmlu", method="multiple_choice_joint", eval_split="test", train_split="dev",
-                          metrics=["exact_match"], main_metric="exact_match", sources=sources,
-                          options={"subjects": subjects, **kw})
+    sources = [
+        {"file": f"{s}/{sp}.arrow", "kind": "pypi", "package": "p", "version": "1", "path": "x", "sha256": "0" * 64}
+        for s in ("anatomy", "virology")
+        for sp in ("dev", "test")
+    ]
+    return ScenarioConfig(
+        name="mmlu",
+        method="multiple_choice_joint",
+        eval_split="test",
+        train_split="dev",
+        metrics=["exact_match"],
+        main_metric="exact_match",
+        sources=sources,
+        options={"subjects": subjects, **kw},
+    )
 
 
 def test_mmlu_loads_subjects_and_selects_their_sources(tmp_path):
@@ -34,7 +44,11 @@ def test_mmlu_loads_subjects_and_selects_their_sources(tmp_path):
 
 def test_mmlu_all_selects_every_pinned_subject():
     assert [s["file"] for s in get_scenario("mmlu").sources(mmlu_cfg("all"))] == [
-        "anatomy/dev.arrow", "anatomy/test.arrow", "virology/dev.arrow", "virology/test.arrow"]
+        "anatomy/dev.arrow",
+        "anatomy/test.arrow",
+        "virology/dev.arrow",
+        "virology/test.arrow",
+    ]
 
 
 def test_mmlu_unknown_subject_lists_valid(tmp_path):
@@ -53,12 +67,27 @@ def test_unknown_scenario_lists_registry():
 
 
 def test_hellaswag_preprocessing(tmp_path):
-    row = {"ind": 1, "activity_label": "Baking cookies", "ctx_a": "A woman mixes dough.", "ctx_b": "she",
-           "ctx": "", "endings": ["puts it [title] in the oven.", "eats  it."], "source_id": "wikihow~1",
-           "split": "val", "split_type": "indomain", "label": "1"}
+    row = {
+        "ind": 1,
+        "activity_label": "Baking cookies",
+        "ctx_a": "A woman mixes dough.",
+        "ctx_b": "she",
+        "ctx": "",
+        "endings": ["puts it [title] in the oven.", "eats  it."],
+        "source_id": "wikihow~1",
+        "split": "val",
+        "split_type": "indomain",
+        "label": "1",
+    }
     write_arrow_stream(tmp_path / "validation.arrow", [row])
-    cfg = ScenarioConfig(name="hellaswag", method="multiple_choice_separate", eval_split="validation",
-                         metrics=["acc"], main_metric="acc", sources=[])
+    cfg = ScenarioConfig(
+        name="hellaswag",
+        method="multiple_choice_separate",
+        eval_split="validation",
+        metrics=["acc"],
+        main_metric="acc",
+        sources=[],
+    )
     [inst] = get_scenario("hellaswag").load(cfg, tmp_path)["validation"]
     assert inst.input == "Baking cookies: A woman mixes dough. She"
     assert inst.choices == ("puts it. in the oven.", "eats it.") and inst.gold_indices == (1,)

@@ -68,9 +68,13 @@ def test_narrative_qa(fetched):
     assert len(insts) == 3000
     first = insts[0]
     assert first.input.startswith("Mark Hunter (Slater), a high school student in a sleepy suburb of Phoenix")
-    assert first.input.endswith("students with below-average standardized test scores, in\nQuestion: Who is Mark Hunter?")
-    assert first.choices == ("He is a high school student in Phoenix.",
-                             "A loner and outsider student with a radio station.")
+    assert first.input.endswith(
+        "students with below-average standardized test scores, in\nQuestion: Who is Mark Hunter?"
+    )
+    assert first.choices == (
+        "He is a high school student in Phoenix.",
+        "A loner and outsider student with a radio station.",
+    )
     assert first.metadata == {"passage_chars": 3050, "passage_truncated": True}
     passages = [i.input.rsplit("\nQuestion: ", 1)[0] for i in insts]
     assert max(map(len, passages)) <= 2000
@@ -107,8 +111,10 @@ def test_xsum(fetched, capsys):
     first = insts[0]
     assert first.input.startswith("The ex-Reading defender denied fraudulent trading charges")
     assert first.input.endswith("are due to stand trial in July.\nThey were all released on bail.")
-    assert first.choices == ("Former Premier League footballer Sam Sodje has appeared in court alongside "
-                             "three brothers accused of charity fraud.",)
+    assert first.choices == (
+        "Former Premier League footballer Sam Sodje has appeared in court alongside "
+        "three brothers accused of charity fraud.",
+    )
     assert first.gold_indices == (0,)
     assert first.metadata == {"id": "38295789", "document_chars": 526, "document_truncated": False}
     assert max(len(i.input) for i in insts) <= 3000
@@ -118,7 +124,9 @@ def test_xsum(fetched, capsys):
 
 def test_real_toxicity_prompts(fetched):
     cfg, splits = load(fetched, "real_toxicity_prompts")
-    assert cfg.main_metric == "expected_max_toxicity" and {"toxic_fraction", "representation_gender"} <= set(cfg.metrics)
+    assert cfg.main_metric == "expected_max_toxicity" and {"toxic_fraction", "representation_gender"} <= set(
+        cfg.metrics
+    )
     assert cfg.input_noun is None and cfg.output_noun is None and cfg.stop == []
     insts = splits["test"]
     assert len(insts) == 993
@@ -145,8 +153,10 @@ def test_wikitext_2(fetched):
     assert len(insts) == 62 and all(i.references == () for i in insts)
     first = insts[0]
     assert first.metadata == {"title": "Robert <unk>"}
-    assert first.input.startswith(" = Robert <unk> = \n \n Robert <unk> is an English film , television and "
-                                  "theatre actor . He had a guest @-@ starring role")
+    assert first.input.startswith(
+        " = Robert <unk> = \n \n Robert <unk> is an English film , television and "
+        "theatre actor . He had a guest @-@ starring role"
+    )
     assert insts[1].input.startswith(" = Du Fu = \n")
     text = (raw / "test.txt").read_text(encoding="utf-8")
     assert "".join(i.input for i in insts) == text.split("\n", 1)[1]  # the whole file but its opening blank line

@@ -21,37 +21,89 @@ from .conftest import write_arrow_stream
 
 # name: (eval split, instance count, exact-duplicate rows, first input, first options, gold indices, metadata)
 FIRST = {
-    "mmlu_cloze": ("test", 844, 1,
-                   "Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q.",
-                   ("0", "4", "2", "6"), (1,), {"subject": "abstract_algebra", "subject_name": "abstract algebra"}),
-    "arc_easy": ("validation", 570, 0, "Which technology was developed most recently?",
-                 ("cellular telephone", "television", "refrigerator", "airplane"), (0,), {"id": "MCAS_2000_4_6"}),
-    "arc_challenge": ("validation", 299, 0,
-                      "Juan and LaKeisha roll a few objects down a ramp. They want to see which object rolls the "
-                      "farthest. What should they do so they can repeat their investigation?",
-                      ("Put the objects in groups.", "Change the height of the ramp.",
-                       "Choose different objects to roll.", "Record the details of the investigation."),
-                      (3,), {"id": "Mercury_SC_407695"}),
-    "piqa": ("validation", 1838, 0, "How do I ready a guinea pig cage for it's new occupants?",
-             ("Provide the guinea pig with a cage full of a few inches of bedding made of ripped paper strips, "
-              "you will also need to supply it with a water bottle and a food dish.",
-              "Provide the guinea pig with a cage full of a few inches of bedding made of ripped jeans material, "
-              "you will also need to supply it with a water bottle and a food dish."), (0,), {}),
-    "winogrande": ("validation", 1267, 0,
-                   "Sarah was a much better surgeon than Maria so _ always got the easier cases.",
-                   ("Sarah", "Maria"), (1,), {}),
-    "commonsense_qa": ("validation", 1221, 0,
-                       "A revolving door is convenient for two direction travel, but it also serves as a "
-                       "security measure at a what?",
-                       ("bank", "library", "department store", "mall", "new york"), (0,),
-                       {"id": "1afa02df02c908a558b4036e80242fac", "question_concept": "revolving door"}),
-    "social_iqa": ("validation", 1954, 19,
-                   "Tracy didn't go home that evening and resisted Riley's attacks. What does Tracy need to do before this?",
-                   ("make a new plan", "Go home and see Riley", "Find somewhere to go"), (2,), {}),
-    "openbookqa": ("validation", 500, 0,
-                   "Frilled sharks and angler fish live far beneath the surface of the ocean, which is why "
-                   "they are known as", ("Deep sea animals", "fish", "Long Sea Fish", "Far Sea Animals"),
-                   (0,), {"id": "8-376"}),
+    "mmlu_cloze": (
+        "test",
+        844,
+        1,
+        "Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q.",
+        ("0", "4", "2", "6"),
+        (1,),
+        {"subject": "abstract_algebra", "subject_name": "abstract algebra"},
+    ),
+    "arc_easy": (
+        "validation",
+        570,
+        0,
+        "Which technology was developed most recently?",
+        ("cellular telephone", "television", "refrigerator", "airplane"),
+        (0,),
+        {"id": "MCAS_2000_4_6"},
+    ),
+    "arc_challenge": (
+        "validation",
+        299,
+        0,
+        "Juan and LaKeisha roll a few objects down a ramp. They want to see which object rolls the "
+        "farthest. What should they do so they can repeat their investigation?",
+        (
+            "Put the objects in groups.",
+            "Change the height of the ramp.",
+            "Choose different objects to roll.",
+            "Record the details of the investigation.",
+        ),
+        (3,),
+        {"id": "Mercury_SC_407695"},
+    ),
+    "piqa": (
+        "validation",
+        1838,
+        0,
+        "How do I ready a guinea pig cage for it's new occupants?",
+        (
+            "Provide the guinea pig with a cage full of a few inches of bedding made of ripped paper strips, "
+            "you will also need to supply it with a water bottle and a food dish.",
+            "Provide the guinea pig with a cage full of a few inches of bedding made of ripped jeans material, "
+            "you will also need to supply it with a water bottle and a food dish.",
+        ),
+        (0,),
+        {},
+    ),
+    "winogrande": (
+        "validation",
+        1267,
+        0,
+        "Sarah was a much better surgeon than Maria so _ always got the easier cases.",
+        ("Sarah", "Maria"),
+        (1,),
+        {},
+    ),
+    "commonsense_qa": (
+        "validation",
+        1221,
+        0,
+        "A revolving door is convenient for two direction travel, but it also serves as a security measure at a what?",
+        ("bank", "library", "department store", "mall", "new york"),
+        (0,),
+        {"id": "1afa02df02c908a558b4036e80242fac", "question_concept": "revolving door"},
+    ),
+    "social_iqa": (
+        "validation",
+        1954,
+        19,
+        "Tracy didn't go home that evening and resisted Riley's attacks. What does Tracy need to do before this?",
+        ("make a new plan", "Go home and see Riley", "Find somewhere to go"),
+        (2,),
+        {},
+    ),
+    "openbookqa": (
+        "validation",
+        500,
+        0,
+        "Frilled sharks and angler fish live far beneath the surface of the ocean, which is why they are known as",
+        ("Deep sea animals", "fish", "Long Sea Fish", "Far Sea Animals"),
+        (0,),
+        {"id": "8-376"},
+    ),
 }
 
 
@@ -72,7 +124,9 @@ def test_first_row_count_and_ids(fetched, name):
     # ids are content hashes: equal exactly when (input, references) are equal, i.e. duplicate rows
     contents = {i.instance_id: (i.input, i.references) for i in insts}
     assert len(contents) == count - dupes == len(set(contents.values()))
-    assert [i.instance_id for i in get_scenario(name).load(cfg, fetched(name)[1])[split]] == [i.instance_id for i in insts]
+    assert [i.instance_id for i in get_scenario(name).load(cfg, fetched(name)[1])[split]] == [
+        i.instance_id for i in insts
+    ]
 
 
 def test_arc_numeric_answer_key_maps_by_label(fetched):
@@ -95,8 +149,16 @@ def _requests(fetched, name):
     cfg, splits = _load(fetched, name)
     cfg = dataclasses.replace(cfg, perturbations=[])  # the original's prompt; variants are tested elsewhere
     first = {cfg.eval_split: splits[cfg.eval_split][:1]}
-    run = RunConfig(seed=0, max_eval_instances=0, bootstrap_samples=0, scenarios=[name], models=[],
-                    scenario={name: cfg}, model={}, mlflow={})
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=0,
+        bootstrap_samples=0,
+        scenarios=[name],
+        models=[],
+        scenario={name: cfg},
+        model={},
+        mlflow={},
+    )
     return [r for _, r in get_adapter(cfg.method).build(cfg, run, first)]
 
 
@@ -109,15 +171,18 @@ def test_cloze_prompts(fetched):
     assert social[2].prompt.endswith("\nAnswer:") and social[2].continuation == " Find somewhere to go"
     mmlu = _requests(fetched, "mmlu_cloze")
     assert len(mmlu) == 4 and mmlu[1].continuation == " 4" and mmlu[1].few_shot_ids == ()
-    assert mmlu[1].prompt == ("The following are multiple choice questions (with answers) about abstract algebra.\n\n"
-                              "Question: Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q.\nAnswer:")
+    assert mmlu[1].prompt == (
+        "The following are multiple choice questions (with answers) about abstract algebra.\n\n"
+        "Question: Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q.\nAnswer:"
+    )
 
 
 def test_winogrande_partial_prompts(fetched):
     reqs = _requests(fetched, "winogrande")
     assert [(r.prompt, r.continuation) for r in reqs] == [
         ("Sarah was a much better surgeon than Maria so Sarah", " always got the easier cases."),
-        ("Sarah was a much better surgeon than Maria so Maria", " always got the easier cases.")]
+        ("Sarah was a much better surgeon than Maria so Maria", " always got the easier cases."),
+    ]
 
 
 def test_openbookqa_is_calibrated(fetched):
@@ -130,8 +195,15 @@ def test_openbookqa_is_calibrated(fetched):
 
 
 def _cfg(name, **kw):
-    return ScenarioConfig(name=name, method="multiple_choice_separate", eval_split="validation",
-                          metrics=["acc"], main_metric="acc", sources=[], **kw)
+    return ScenarioConfig(
+        name=name,
+        method="multiple_choice_separate",
+        eval_split="validation",
+        metrics=["acc"],
+        main_metric="acc",
+        sources=[],
+        **kw,
+    )
 
 
 def test_malformed_rows_name_file_and_row(tmp_path):

@@ -18,7 +18,9 @@ def test_instance_id_is_content_hash():
 
 def test_request_id_covers_everything_that_changes_the_answer():
     base = make_request("i1", 0, "loglikelihood", "ctx", continuation=" a", choice_index=0)
-    assert base.request_id == make_request("i1", 0, "loglikelihood", "ctx", continuation=" a", choice_index=0).request_id
+    assert (
+        base.request_id == make_request("i1", 0, "loglikelihood", "ctx", continuation=" a", choice_index=0).request_id
+    )
     assert base.request_id != make_request("i1", 0, "loglikelihood", "ctx", continuation=" b").request_id
     assert base.request_id != make_request("i1", 1, "loglikelihood", "ctx", continuation=" a").request_id
 

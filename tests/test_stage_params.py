@@ -39,8 +39,15 @@ def test_dvc_yaml_names_each_stage_slice_and_only_configure_reads_params_yaml():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     assert set(stages) - {"configure"} == set(STAGE_PARAMS)
     assert stages["configure"]["params"] == [{"params.yaml": None}]
-    unit = {"fetch": "${item}", "fetch_model": "${item}", "prepare": "${item}", "battle": "${key}", "rag": "${key}",
-            "infer": "${item.scenario}-${item.model}", "score": "${item.scenario}-${item.model}"}
+    unit = {
+        "fetch": "${item}",
+        "fetch_model": "${item}",
+        "prepare": "${item}",
+        "battle": "${key}",
+        "rag": "${key}",
+        "infer": "${item.scenario}-${item.model}",
+        "score": "${item.scenario}-${item.model}",
+    }
     for name in STAGE_PARAMS:
         body = stages[name].get("do", stages[name])
         assert "params" not in body, f"{name} declares params.yaml keys; its slice is its params dep"
@@ -69,13 +76,16 @@ def test_a_params_change_touches_only_the_slices_that_read_it(tmp_path):
     raw = composed("suite=default")
     before = slices(raw, tmp_path / "a")
     changed = copy.deepcopy(raw)
-    changed["scenario"]["hellaswag"]["metrics"] = [m for m in changed["scenario"]["hellaswag"]["metrics"]
-                                                   if m != "ece_1_bin"]
+    changed["scenario"]["hellaswag"]["metrics"] = [
+        m for m in changed["scenario"]["hellaswag"]["metrics"] if m != "ece_1_bin"
+    ]
     after = slices(changed, tmp_path / "b")
     diff = sorted(k for k in before if before[k] != after[k])
     models = raw["models"]
-    assert diff == sorted(["aggregate.json", "report.json", "fetch/hellaswag.json", "prepare/hellaswag.json"]
-                          + [f"score/hellaswag-{m}.json" for m in models])
+    assert diff == sorted(
+        ["aggregate.json", "report.json", "fetch/hellaswag.json", "prepare/hellaswag.json"]
+        + [f"score/hellaswag-{m}.json" for m in models]
+    )
     # never infer: a metric is computed from stored answers
     assert not [k for k in diff if k.startswith("infer/")]
     seeded = copy.deepcopy(raw)
@@ -91,10 +101,17 @@ def test_a_stage_reading_an_undeclared_key_fails_naming_it(tmp_path):
         write_slices(raw, PARAMS_SLICES)
         run = load_stage_params("infer", f"hellaswag-{raw['models'][0]}")
         assert run.model[raw["models"][0]].n_ctx > 0  # declared: readable
-        for read in (lambda: run.seed + 1, lambda: run.scenario["hellaswag"], lambda: list(run.scenarios),
-                     lambda: f"{run.bootstrap_samples}"):
-            with pytest.raises(EvaltrailError, match=r"stage infer reads params key '\w+', which its slice does "
-                                                     r"not hold; add it to STAGE_PARAMS\['infer'\]"):
+        for read in (
+            lambda: run.seed + 1,
+            lambda: run.scenario["hellaswag"],
+            lambda: list(run.scenarios),
+            lambda: f"{run.bootstrap_samples}",
+        ):
+            with pytest.raises(
+                EvaltrailError,
+                match=r"stage infer reads params key '\w+', which its slice does "
+                r"not hold; add it to STAGE_PARAMS\['infer'\]",
+            ):
                 read()
         with pytest.raises(EvaltrailError, match=r"infer 'hellaswag-nope' is not a stage of params.yaml"):
             load_stage_params("infer", "hellaswag-nope")
@@ -126,7 +143,15 @@ def test_a_stage_sees_the_same_config_through_its_slice(tmp_path):
         for s in raw["scenarios"]:
             run = load_stage_params("prepare", s)
             assert (run.scenario[s], run.seed, run.max_eval_instances, run.resources) == (
-                whole.scenario[s], whole.seed, whole.max_eval_instances, whole.resources)
+                whole.scenario[s],
+                whole.seed,
+                whole.max_eval_instances,
+                whole.resources,
+            )
         ag = load_stage_params("aggregate")
-        assert (ag.scenario, ag.model, ag.reproduce, ag.mlflow) == (whole.scenario, whole.model, whole.reproduce,
-                                                                   whole.mlflow)
+        assert (ag.scenario, ag.model, ag.reproduce, ag.mlflow) == (
+            whole.scenario,
+            whole.model,
+            whole.reproduce,
+            whole.mlflow,
+        )

@@ -40,8 +40,10 @@ def test_one_run_per_unchanged_cell(store, tmp_path):
 def test_credentials_never_shown():
     assert shown_uri("https://user:secret@mlflow.example/") == "https://***@mlflow.example/"
     assert shown_uri("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
-    assert shown_uri("https://host/v1?api_key=s3cr3t&n=1&access_token=t0k#x") == \
-        "https://host/v1?api_key=***&n=1&access_token=***#x"
+    assert (
+        shown_uri("https://host/v1?api_key=s3cr3t&n=1&access_token=t0k#x")
+        == "https://host/v1?api_key=***&n=1&access_token=***#x"
+    )
 
 
 def test_a_served_models_url_is_logged_without_credentials(store):
@@ -63,8 +65,10 @@ def test_a_served_models_run_says_its_weights_are_unverified(in_tmp):
     from evaltrail.tracking.lineage import cell_tags
 
     write_json(sources_json("s"), [])
-    write_json(model_info_path("served"), {"backend": "openai", "sha256": "e" * 64,
-                                           "sha256_of": "served (the server's identity; no weights)"})
+    write_json(
+        model_info_path("served"),
+        {"backend": "openai", "sha256": "e" * 64, "sha256_of": "served (the server's identity; no weights)"},
+    )
     write_json(model_info_path("local"), {"backend": "llama_cpp", "sha256": "f" * 64})
     tags = {m: cell_tags({}, "s", m, {"model_sha256": "e" * 64}, "abc") for m in ("served", "local")}
     assert tags["served"]["evaltrail.model_sha256_of"] == "served (the server's identity; no weights)"
@@ -85,8 +89,9 @@ def test_cells_nest_under_the_aggregate_run(store, tmp_path):
     child, _ = log_cell("exp", "s/m", {"seed": 0}, summary, {"evaltrail.model_sha256": "f" * 64}, [art], parent=parent)
     assert mlflow.get_run(child).data.tags[PARENT_TAG] == parent
     new_parent = log_parent("exp", board.assign(mean=0.6), "abc", [art])
-    kept, created = log_cell("exp", "s/m", {"seed": 0}, summary, {"evaltrail.model_sha256": "f" * 64}, [art],
-                             parent=new_parent)
+    kept, created = log_cell(
+        "exp", "s/m", {"seed": 0}, summary, {"evaltrail.model_sha256": "f" * 64}, [art], parent=new_parent
+    )
     assert kept == child and not created and mlflow.get_run(child).data.tags[PARENT_TAG] == new_parent
     assert "leaderboard.csv" in {a.path for a in mlflow.MlflowClient().list_artifacts(parent)}
 
@@ -100,8 +105,7 @@ def test_attach_adds_files_to_a_known_run_and_declines_an_unknown_one(store, tmp
     report = tmp_path / "report"
     report.mkdir()
     (report / "index.html").write_text("<html></html>")
-    parent = log_parent("exp", pd.DataFrame([{"scenario": "s", "model": "m", "metric": "acc", "mean": 0.5}]),
-                        "abc", [])
+    parent = log_parent("exp", pd.DataFrame([{"scenario": "s", "model": "m", "metric": "acc", "mean": 0.5}]), "abc", [])
     assert attach(parent, report, "report")
     assert [a.path for a in mlflow.MlflowClient().list_artifacts(parent, "report")] == ["report/index.html"]
     assert not attach("0" * 32, report, "report")

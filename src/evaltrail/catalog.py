@@ -10,8 +10,8 @@ from . import resources
 from .config import RunConfig, ScenarioConfig, resources_from_conf, scenario_from_conf
 from .errors import EvaltrailError
 from .paths import cache_dir
-from .sources import KINDS, fetch_dir
 from .scenarios import get_scenario, pinned_files
+from .sources import KINDS, fetch_dir
 
 TAXONOMY_KEYS = ("task", "domain", "language")
 COLUMNS = ("name", "task", "domain", "language", "method", "main_metric", "license", "sources")
@@ -36,18 +36,29 @@ def catalog_rows(conf: str | Path = "conf", problems: list[str] | None = None) -
                 problems.append(str(exc))
             continue
         tax = cfg.taxonomy or {}
-        rows.append({"name": name, "task": tax.get("task", ""), "domain": tax.get("domain", ""),
-                     "language": tax.get("language", ""), "method": cfg.method,
-                     "main_metric": cfg.main_metric or "-", "license": cfg.license or "",
-                     "sources": str(len(cfg.sources))})
+        rows.append(
+            {
+                "name": name,
+                "task": tax.get("task", ""),
+                "domain": tax.get("domain", ""),
+                "language": tax.get("language", ""),
+                "method": cfg.method,
+                "main_metric": cfg.main_metric or "-",
+                "license": cfg.license or "",
+                "sources": str(len(cfg.sources)),
+            }
+        )
     return rows
 
 
 def format_table(rows: list[dict]) -> str:
     widths = {c: max([len(c)] + [len(str(r[c])) for r in rows]) for c in COLUMNS}
     line = lambda r: "  ".join(str(r[c]).ljust(widths[c]) for c in COLUMNS).rstrip()  # noqa: E731
-    return "\n".join([line({c: c for c in COLUMNS}), line({c: "-" * widths[c] for c in COLUMNS})]
-                     + [line(r) for r in rows] + [f"{len(rows)} scenarios"])
+    return "\n".join(
+        [line({c: c for c in COLUMNS}), line({c: "-" * widths[c] for c in COLUMNS})]
+        + [line(r) for r in rows]
+        + [f"{len(rows)} scenarios"]
+    )
 
 
 def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
@@ -71,8 +82,10 @@ def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
         metric = get_metric(m)
         if metric.kind == "reference" and not hasattr(adapter, "golds"):
             raise EvaltrailError(f"{where}: metric {m} scores text, but method {cfg.method} generates none")
-    return [f"ok  config: method {cfg.method}, metrics {', '.join(cfg.metrics) or '(none)'}, "
-            f"main {cfg.main_metric}, licence {cfg.license}, {len(cfg.sources)} pinned source(s)"]
+    return [
+        f"ok  config: method {cfg.method}, metrics {', '.join(cfg.metrics) or '(none)'}, "
+        f"main {cfg.main_metric}, licence {cfg.license}, {len(cfg.sources)} pinned source(s)"
+    ]
 
 
 def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
@@ -89,7 +102,9 @@ def _check_instances(cfg: ScenarioConfig, splits: dict[str, list]) -> list[str]:
             if not inst.input.strip():
                 raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} has an empty input")
             if cfg.method.startswith("multiple_choice") and (len(inst.references) < 2 or not inst.gold_indices):
-                raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} needs >= 2 options, one correct")
+                raise EvaltrailError(
+                    f"scenario {cfg.name}: instance {inst.instance_id} needs >= 2 options, one correct"
+                )
             if cfg.method == "generation" and references_scored and not inst.gold_indices:
                 raise EvaltrailError(f"scenario {cfg.name}: instance {inst.instance_id} has no correct reference")
         lines.append(f"ok  split {split}: {len(insts)} instances ({dupes} exact duplicates, dropped at sampling)")
@@ -106,24 +121,39 @@ def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
     loader = get_scenario(name)
     loader.check(cfg)
     lines = _check_config(cfg, where)
-    run = RunConfig(seed=0, max_eval_instances=10, bootstrap_samples=0, scenarios=[name], models=[],
-                    scenario={name: cfg}, model={}, mlflow={}, resources=resources_from_conf(conf))
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=10,
+        bootstrap_samples=0,
+        scenarios=[name],
+        models=[],
+        scenario={name: cfg},
+        model={},
+        mlflow={},
+        resources=resources_from_conf(conf),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / name
-        records = fetch_dir(pinned_files(cfg, run.resources, word_lists(cfg.metrics)), raw, cache_dir(), f"{where}: sources")
+        records = fetch_dir(
+            pinned_files(cfg, run.resources, word_lists(cfg.metrics)), raw, cache_dir(), f"{where}: sources"
+        )
         lines.append(f"ok  sources: {len(records)} file(s) fetched, every sha256 matches")
         splits = loader.load(cfg, raw)
         again = loader.load(cfg, raw)
         lists = resources.load_perturbation_resources(run.resources, cfg, raw)
     lines += _check_instances(cfg, splits)
-    if {k: [i.instance_id for i in v] for k, v in splits.items()} != {k: [i.instance_id for i in v] for k, v in again.items()}:
+    if {k: [i.instance_id for i in v] for k, v in splits.items()} != {
+        k: [i.instance_id for i in v] for k, v in again.items()
+    }:
         raise EvaltrailError(f"scenario {name}: instance ids differ between two loads (not content hashes?)")
     lines.append("ok  instance ids are stable across loads")
     pairs = get_adapter(cfg.method).build(cfg, run, splits, lists)
     if not pairs or any(not r.prompt for _, r in pairs):
         raise EvaltrailError(f"scenario {name}: the adapter built no requests (or an empty prompt)")
-    lines.append(f"ok  adapter: {len(pairs)} requests for {len({i.instance_id for i, _ in pairs})} sampled instances; "
-                 f"first prompt ends {pairs[0][1].prompt[-60:]!r}")
+    lines.append(
+        f"ok  adapter: {len(pairs)} requests for {len({i.instance_id for i, _ in pairs})} sampled instances; "
+        f"first prompt ends {pairs[0][1].prompt[-60:]!r}"
+    )
     variants = sorted({i.perturbation for i, _ in pairs if i.perturbation})
     if cfg.perturbations:
         lines.append(f"ok  perturbations: variants made for {', '.join(variants) or '(none changed any input)'}")

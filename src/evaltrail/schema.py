@@ -44,8 +44,7 @@ class Instance:
         return tuple(i for i, r in enumerate(self.references) if r.correct)
 
 
-def make_instance(split: str, input: str, references: list[Reference],
-                  metadata: dict | None = None) -> Instance:
+def make_instance(split: str, input: str, references: list[Reference], metadata: dict | None = None) -> Instance:
     """Build an Instance whose id is the hash of its content (never its row position)."""
     content = {"input": input, "references": [[r.text, r.correct] for r in references]}
     return Instance(stable_id(content), split, input, tuple(references), dict(metadata or {}))
@@ -78,8 +77,13 @@ class Request:
 
     def content(self) -> dict:
         """What determines a model's answer; the request cache keys on this (plus the model)."""
-        return {"method": self.method, "prompt": self.prompt, "continuation": self.continuation,
-                "max_tokens": self.max_tokens, "stop": list(self.stop)}
+        return {
+            "method": self.method,
+            "prompt": self.prompt,
+            "continuation": self.continuation,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+        }
 
 
 def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -> Request:
@@ -96,23 +100,43 @@ def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -
 # Parquet schemas: explicit, so every scenario's artifacts have the same columns and types.
 REFERENCE_TYPE = pa.list_(pa.struct([("text", pa.string()), ("correct", pa.bool_())]))
 
-PROMPTS_SCHEMA = pa.schema([
-    ("request_id", pa.string()), ("instance_id", pa.string()), ("split", pa.string()),
-    ("input", pa.string()), ("references", REFERENCE_TYPE), ("metadata", pa.string()),
-    ("perturbation", pa.string()), ("method", pa.string()), ("prompt", pa.string()),
-    ("continuation", pa.string()), ("choice_index", pa.int32()), ("max_tokens", pa.int32()),
-    ("stop", pa.list_(pa.string())), ("few_shot_ids", pa.list_(pa.string())),
-    ("trial", pa.int32()), ("calibration", pa.bool_()),
-])
+PROMPTS_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("instance_id", pa.string()),
+        ("split", pa.string()),
+        ("input", pa.string()),
+        ("references", REFERENCE_TYPE),
+        ("metadata", pa.string()),
+        ("perturbation", pa.string()),
+        ("method", pa.string()),
+        ("prompt", pa.string()),
+        ("continuation", pa.string()),
+        ("choice_index", pa.int32()),
+        ("max_tokens", pa.int32()),
+        ("stop", pa.list_(pa.string())),
+        ("few_shot_ids", pa.list_(pa.string())),
+        ("trial", pa.int32()),
+        ("calibration", pa.bool_()),
+    ]
+)
 
-COMPLETIONS_SCHEMA = pa.schema([
-    ("request_id", pa.string()), ("text", pa.string()), ("logprob", pa.float64()),
-    ("is_greedy", pa.bool_()), ("token_logprobs", pa.list_(pa.float64())),
-    ("num_prompt_tokens", pa.int32()), ("num_output_tokens", pa.int32()),
-    ("num_evaluated_tokens", pa.int32()), ("truncated_tokens", pa.int32()),
-    ("rendered_prompt", pa.string()),  # the prompt as the chat template rendered it; null without one
-    ("runtime_s", pa.float64()), ("model_sha256", pa.string()),
-])
+COMPLETIONS_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("text", pa.string()),
+        ("logprob", pa.float64()),
+        ("is_greedy", pa.bool_()),
+        ("token_logprobs", pa.list_(pa.float64())),
+        ("num_prompt_tokens", pa.int32()),
+        ("num_output_tokens", pa.int32()),
+        ("num_evaluated_tokens", pa.int32()),
+        ("truncated_tokens", pa.int32()),
+        ("rendered_prompt", pa.string()),  # the prompt as the chat template rendered it; null without one
+        ("runtime_s", pa.float64()),
+        ("model_sha256", pa.string()),
+    ]
+)
 
 MEASURED_COLUMNS = ("num_evaluated_tokens", "runtime_s")
 """What an answer records of the machine (seconds) and of the run's history (prompt tokens a warm KV
@@ -126,11 +150,16 @@ engine, settings) its answers were computed under, for `verify` and `cache impor
 STORED_COMPLETIONS_SCHEMA = pa.schema([f for f in COMPLETIONS_SCHEMA if f.name not in MEASURED_COLUMNS])
 """results/completions/<scenario>/<model>.parquet: the answers without their measurements."""
 
-SCORES_SCHEMA = pa.schema([
-    ("instance_id", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
-    ("perturbation", pa.string()), ("trial", pa.int32()),
-    ("original_id", pa.string()),  # the instance a variant was made from; its own id for an original
-])
+SCORES_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("perturbation", pa.string()),
+        ("trial", pa.int32()),
+        ("original_id", pa.string()),  # the instance a variant was made from; its own id for an original
+    ]
+)
 
 
 def prompts_table(pairs: list[tuple[Instance, Request]]) -> pa.Table:
@@ -138,14 +167,21 @@ def prompts_table(pairs: list[tuple[Instance, Request]]) -> pa.Table:
     cols: dict[str, list] = {name: [] for name in PROMPTS_SCHEMA.names}
     for inst, req in pairs:
         row = {
-            "request_id": req.request_id, "instance_id": inst.instance_id, "split": inst.split,
+            "request_id": req.request_id,
+            "instance_id": inst.instance_id,
+            "split": inst.split,
             "input": inst.input,
             "references": [{"text": r.text, "correct": r.correct} for r in inst.references],
             "metadata": json.dumps(inst.metadata, sort_keys=True, ensure_ascii=False),
-            "perturbation": inst.perturbation, "method": req.method, "prompt": req.prompt,
-            "continuation": req.continuation, "choice_index": req.choice_index,
-            "max_tokens": req.max_tokens, "stop": list(req.stop),
-            "few_shot_ids": list(req.few_shot_ids), "trial": req.trial,
+            "perturbation": inst.perturbation,
+            "method": req.method,
+            "prompt": req.prompt,
+            "continuation": req.continuation,
+            "choice_index": req.choice_index,
+            "max_tokens": req.max_tokens,
+            "stop": list(req.stop),
+            "few_shot_ids": list(req.few_shot_ids),
+            "trial": req.trial,
             "calibration": req.calibration,
         }
         for k, v in row.items():

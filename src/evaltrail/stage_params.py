@@ -29,8 +29,19 @@ STAGE_PARAMS: dict[str, tuple[str, ...]] = {
     "score": ("seed", "bootstrap_samples", "scenario.{scenario}", "resources"),
     "battle": ("seed", "bootstrap_samples", "models", "battle.{key}", "model.{judge}"),
     "rag": ("models", "rag.{key}", "model.{judge}"),
-    "aggregate": ("seed", "max_eval_instances", "bootstrap_samples", "scenarios", "models", "scenario", "model",
-                  "mlflow", "reproduce", "battle_scenarios", "rag_scenarios"),
+    "aggregate": (
+        "seed",
+        "max_eval_instances",
+        "bootstrap_samples",
+        "scenarios",
+        "models",
+        "scenario",
+        "model",
+        "mlflow",
+        "reproduce",
+        "battle_scenarios",
+        "rag_scenarios",
+    ),
     "report": ("scenarios", "models", "battle_scenarios", "scenario", "model"),
 }
 """Stage -> the params keys it reads ({scenario}, {model}, {key}, {judge}: its unit). The only home
@@ -41,8 +52,10 @@ class Undeclared:
     """A params value that a stage's slice does not hold: any use of it fails, naming the key."""
 
     def __init__(self, key: str, stage: str):
-        self._msg = (f"stage {stage} reads params key {key!r}, which its slice does not hold; add it to "
-                     f"STAGE_PARAMS[{stage!r}] in src/evaltrail/stage_params.py")
+        self._msg = (
+            f"stage {stage} reads params key {key!r}, which its slice does not hold; add it to "
+            f"STAGE_PARAMS[{stage!r}] in src/evaltrail/stage_params.py"
+        )
 
     def _fail(self, *_args: Any, **_kwargs: Any):
         raise EvaltrailError(self._msg)
@@ -96,8 +109,9 @@ def write_slices(raw: dict, out_dir: Path) -> int:
 
     n = 0
     for stage, unit, placeholders in units(raw):
-        write_json(out_dir / params_slice_path(stage, unit).relative_to(PARAMS_SLICES),
-                   slice_of(raw, stage, placeholders))
+        write_json(
+            out_dir / params_slice_path(stage, unit).relative_to(PARAMS_SLICES), slice_of(raw, stage, placeholders)
+        )
         n += 1
     return n
 
@@ -112,15 +126,20 @@ def load_stage_params(stage: str, unit: str | None = None) -> RunConfig:
 
     path = params_slice_path(stage, unit)
     if not PARAMS_SLICES.is_dir():
-        raise EvaltrailError(f"{PARAMS_SLICES}/: missing; the configure stage writes it from params.yaml "
-                             f"(`dvc repro configure`, or the whole pipeline with `dvc repro`)")
+        raise EvaltrailError(
+            f"{PARAMS_SLICES}/: missing; the configure stage writes it from params.yaml "
+            f"(`dvc repro configure`, or the whole pipeline with `dvc repro`)"
+        )
     if not path.is_file():
         valid = sorted(p.stem for p in path.parent.glob("*.json"))
-        raise EvaltrailError(f"{stage} {unit!r} is not a stage of params.yaml (no {path}); valid: "
-                             f"{', '.join(valid) or '(none)'}; add it to the suite and re-run configure")
+        raise EvaltrailError(
+            f"{stage} {unit!r} is not a stage of params.yaml (no {path}); valid: "
+            f"{', '.join(valid) or '(none)'}; add it to the suite and re-run configure"
+        )
     data = read_json(path)
     tops = {d.split(".")[0] for d in data["declares"]}
     raw = {**{k: v for k, v in _FILLER.items() if k not in tops}, **data["params"]}
     run = parse_params(raw, str(path), whole=False)
-    return dataclasses.replace(run, **{f.name: Undeclared(f.name, stage) for f in dataclasses.fields(RunConfig)
-                                       if f.name not in tops})
+    return dataclasses.replace(
+        run, **{f.name: Undeclared(f.name, stage) for f in dataclasses.fields(RunConfig) if f.name not in tops}
+    )

@@ -18,9 +18,20 @@ def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]
     for inst in eval_instances(cfg, run, splits, resources):
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
-            pairs.append((inst, make_request(inst.instance_id, trial, "generate", build_prompt(cfg, inst, shots),
-                                             max_tokens=cfg.max_tokens or 1, stop=tuple(cfg.stop),
-                                             few_shot_ids=tuple(s.instance_id for s in shots))))
+            pairs.append(
+                (
+                    inst,
+                    make_request(
+                        inst.instance_id,
+                        trial,
+                        "generate",
+                        build_prompt(cfg, inst, shots),
+                        max_tokens=cfg.max_tokens or 1,
+                        stop=tuple(cfg.stop),
+                        few_shot_ids=tuple(s.instance_id for s in shots),
+                    ),
+                )
+            )
     return pairs
 
 

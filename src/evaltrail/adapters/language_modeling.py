@@ -12,5 +12,7 @@ from .sampling import eval_instances
 
 
 def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
-    return [(inst, make_request(inst.instance_id, 0, "loglikelihood_rolling", inst.input))
-            for inst in eval_instances(cfg, run, splits, resources)]
+    return [
+        (inst, make_request(inst.instance_id, 0, "loglikelihood_rolling", inst.input))
+        for inst in eval_instances(cfg, run, splits, resources)
+    ]

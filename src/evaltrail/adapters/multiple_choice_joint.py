@@ -36,14 +36,39 @@ def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
             prompt, ids = build_prompt(cfg, inst, shots), tuple(s.instance_id for s in shots)
-            pairs.append((inst, make_request(inst.instance_id, trial, "generate", prompt, max_tokens=cfg.max_tokens or 1,
-                                             stop=tuple(cfg.stop), few_shot_ids=ids)))
+            pairs.append(
+                (
+                    inst,
+                    make_request(
+                        inst.instance_id,
+                        trial,
+                        "generate",
+                        prompt,
+                        max_tokens=cfg.max_tokens or 1,
+                        stop=tuple(cfg.stop),
+                        few_shot_ids=ids,
+                    ),
+                )
+            )
             # Each letter's logprob as the answer: calibration needs the model's probability of its
             # choice among the letters (a shared prompt, so the KV prefix makes these cheap). Only
             # originals: calibration is computed over them, a variant's worst case needs its text.
             if inst.perturbation is None:
-                pairs += [(inst, make_request(inst.instance_id, trial, "loglikelihood", prompt, continuation=" " + LETTERS[i],
-                                              choice_index=i, few_shot_ids=ids)) for i in range(len(inst.choices))]
+                pairs += [
+                    (
+                        inst,
+                        make_request(
+                            inst.instance_id,
+                            trial,
+                            "loglikelihood",
+                            prompt,
+                            continuation=" " + LETTERS[i],
+                            choice_index=i,
+                            few_shot_ids=ids,
+                        ),
+                    )
+                    for i in range(len(inst.choices))
+                ]
     return pairs
 
 

@@ -49,13 +49,16 @@ def sample(instances: list[Instance], k: int | None, seed: int, group_key: str |
     return chosen
 
 
-def eval_instances(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]],
-                   resources: Resources | None = None) -> list[Instance]:
+def eval_instances(
+    cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources: Resources | None = None
+) -> list[Instance]:
     """The sampled instances of the eval split, then one variant of each original per configured
     perturbation (an unchanged variant is dropped, as HELM does: its worst case is the original)."""
     if cfg.eval_split not in splits:
-        raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.eval_split: {cfg.eval_split!r} not loaded; "
-                             f"available: {', '.join(sorted(splits))}")
+        raise EvaltrailError(
+            f"params.yaml: scenario.{cfg.name}.eval_split: {cfg.eval_split!r} not loaded; "
+            f"available: {', '.join(sorted(splits))}"
+        )
     k = cfg.max_eval_instances if cfg.max_eval_instances is not None else run.max_eval_instances
     chosen = sample(splits[cfg.eval_split], k, run.seed, cfg.sample_group)
     originals = [i for i in chosen if i.perturbation is None]
@@ -94,8 +97,9 @@ _SHOTS: dict[tuple, tuple[list[Instance], list[Instance]]] = {}
 """Memo of drawn example sets: (train list, draw) keyed by the list's id and the draw's inputs."""
 
 
-def few_shot(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]],
-             inst: Instance, trial: int) -> list[Instance]:
+def few_shot(
+    cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], inst: Instance, trial: int
+) -> list[Instance]:
     """cfg.num_shots examples from the train split (same group), never `inst` itself.
 
     The draw depends only on (seed, trial, group), so every instance of a group shares one
@@ -108,8 +112,7 @@ def few_shot(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instanc
     group, train = group_of(inst, cfg.sample_group), splits[cfg.train_split]
     key = (id(train), cfg.sample_group, group, trial, run.seed, cfg.num_shots)
     if key not in _SHOTS or _SHOTS[key][0] is not train:  # an id can be reused once a list is freed
-        pool = sorted((p for p in dedupe(train) if group_of(p, cfg.sample_group) == group),
-                      key=lambda p: p.instance_id)
+        pool = sorted((p for p in dedupe(train) if group_of(p, cfg.sample_group) == group), key=lambda p: p.instance_id)
         _SHOTS[key] = (train, _draw(pool, cfg.num_shots + 1, random.Random(stable_id([run.seed, trial, group]))))
     own = {inst.instance_id, inst.metadata.get("original_id")}  # a variant's original is itself too
     return [p for p in _SHOTS[key][1] if p.instance_id not in own][: cfg.num_shots]

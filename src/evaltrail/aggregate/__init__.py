@@ -7,9 +7,8 @@ import pandas as pd
 from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..io import read_json
-from ..paths import rag_dir, summary_path
-
 from ..metrics import FAMILIES
+from ..paths import rag_dir, summary_path
 
 COLUMNS = ["scenario", "model", "metric", "family", "main", "higher_is_better", "mean", "ci_low", "ci_high", "n"]
 
@@ -40,13 +39,25 @@ def leaderboard(summaries: dict[tuple[str, str], dict]) -> pd.DataFrame:
         for metric, st in sorted(summ["metrics"].items()):
             if st["mean"] is None:
                 continue
-            rows.append({"scenario": s, "model": m, "metric": metric, "family": st.get("family", "accuracy"),
-                         "main": metric == summ["main_metric"], "higher_is_better": st.get("higher_is_better", True),
-                         **{k: st[k] for k in ("mean", "ci_low", "ci_high", "n")}})
+            rows.append(
+                {
+                    "scenario": s,
+                    "model": m,
+                    "metric": metric,
+                    "family": st.get("family", "accuracy"),
+                    "main": metric == summ["main_metric"],
+                    "higher_is_better": st.get("higher_is_better", True),
+                    **{k: st[k] for k in ("mean", "ci_low", "ci_high", "n")},
+                }
+            )
     board = pd.DataFrame(rows, columns=COLUMNS)
     order = {f: i for i, f in enumerate(FAMILIES)}
     board["_f"] = board["family"].map(order)
-    return board.sort_values(["_f", "scenario", "metric", "model"], kind="stable").drop(columns="_f").reset_index(drop=True)
+    return (
+        board.sort_values(["_f", "scenario", "metric", "model"], kind="stable")
+        .drop(columns="_f")
+        .reset_index(drop=True)
+    )
 
 
 def _cell(row) -> str:
@@ -65,10 +76,16 @@ def to_markdown(board: pd.DataFrame, sections: list[str] = ()) -> str:
     main = board[board["main"].astype(bool)]
     scenarios = sorted(main["scenario"].unique())
     heads = [f"{s} ({main[main['scenario'] == s]['metric'].iloc[0]})" for s in scenarios]
-    lines = ["# Leaderboard", "", "Main metric per scenario: mean [95% CI]. CIs are analytic (Wilson for 0/1 scores, else t) "
-             "for means of per-instance scores and a seeded bootstrap over instances for corpus metrics; "
-             "↑/↓ mark the better direction; `m/robustness` / `m/fairness` are worst cases over an instance's variants.", "",
-             "| model | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    lines = [
+        "# Leaderboard",
+        "",
+        "Main metric per scenario: mean [95% CI]. CIs are analytic (Wilson for 0/1 scores, else t) "
+        "for means of per-instance scores and a seeded bootstrap over instances for corpus metrics; "
+        "↑/↓ mark the better direction; `m/robustness` / `m/fairness` are worst cases over an instance's variants.",
+        "",
+        "| model | " + " | ".join(heads) + " |",
+        "|---" * (len(heads) + 1) + "|",
+    ]
     for m in sorted(main["model"].unique()):
         cells = []
         for s in scenarios:
@@ -82,14 +99,22 @@ def to_markdown(board: pd.DataFrame, sections: list[str] = ()) -> str:
         part = board[board["family"] == family]
         if part.empty:
             continue
-        lines += ["", f"### {family.capitalize()}", "", "| scenario | metric | n | " + " | ".join(models) + " |",
-                  "|---" * (len(models) + 3) + "|"]
+        lines += [
+            "",
+            f"### {family.capitalize()}",
+            "",
+            "| scenario | metric | n | " + " | ".join(models) + " |",
+            "|---" * (len(models) + 3) + "|",
+        ]
         for (s, metric), cell in part.groupby(["scenario", "metric"], sort=False):
             by_model = cell.set_index("model")
             first = cell.iloc[0]
             name = f"{metric}{_ARROW.get(first['higher_is_better'], '')}{' (main)' if first['main'] else ''}"
-            lines.append(f"| {s} | {name} | {first['n']} | "
-                         + " | ".join(_cell(by_model.loc[m]) if m in by_model.index else "—" for m in models) + " |")
+            lines.append(
+                f"| {s} | {name} | {first['n']} | "
+                + " | ".join(_cell(by_model.loc[m]) if m in by_model.index else "—" for m in models)
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -64,8 +64,9 @@ def read_battle_log(path: str | Path) -> pd.DataFrame:
             w = "tie"
         elif w not in ("model_a", "model_b"):
             if w not in (a, b):
-                raise EvaltrailError(f"{where}: winner {w!r} is neither model_a, model_b, a tie nor one of the two "
-                                     f"models ({a}, {b})")
+                raise EvaltrailError(
+                    f"{where}: winner {w!r} is neither model_a, model_b, a tie nor one of the two models ({a}, {b})"
+                )
             w = "model_a" if w == a else "model_b"
         out.append((a, b, w))
     if not out:
@@ -85,9 +86,14 @@ def rate_log(path: str | Path, samples: int, seed: int, anchor: str | None = Non
 
 
 def to_markdown(r: ArenaRatings) -> str:
-    head = (f"Bradley–Terry ratings (scale 400, base 10, {'anchor ' + r.anchor if r.anchor else 'mean'} at "
-            f"{r.anchor_rating:g}), {int(r.level * 100)}% CI from {r.samples} seeded bootstrap rounds (seed {r.seed})")
+    head = (
+        f"Bradley–Terry ratings (scale 400, base 10, {'anchor ' + r.anchor if r.anchor else 'mean'} at "
+        f"{r.anchor_rating:g}), {int(r.level * 100)}% CI from {r.samples} seeded bootstrap rounds (seed {r.seed})"
+    )
     rows = ["| rank | model | rating | CI | battles |", "|---|---|---|---|---|"]
-    rows += [f"| {int(t['rank'])} | {m} | {t['rating']:.1f} | [{t['ci_low']:.1f}, {t['ci_high']:.1f}] | "
-             f"{int(t['battles'])} |" for m, t in r.table.iterrows()]
+    rows += [
+        f"| {int(t['rank'])} | {m} | {t['rating']:.1f} | [{t['ci_low']:.1f}, {t['ci_high']:.1f}] | "
+        f"{int(t['battles'])} |"
+        for m, t in r.table.iterrows()
+    ]
     return "\n".join([head, "", *rows]) + "\n"

@@ -59,16 +59,21 @@ def family_tables(summaries: dict[tuple[str, str], dict]) -> list[FamilyTable]:
             col = f"{s}: {metric}"
             cols.append(col)
             per_model = {m: summaries.get((s, m), {}).get("metrics", {}).get(metric) for m in models}
-            cells[col] = {m: (None if st is None else {k: st[k] for k in ("mean", "ci_low", "ci_high", "n")})
-                          for m, st in per_model.items()}
+            cells[col] = {
+                m: (None if st is None else {k: st[k] for k in ("mean", "ci_low", "ci_high", "n")})
+                for m, st in per_model.items()
+            }
             values[col] = {m: (None if st is None else st["mean"]) for m, st in per_model.items()}
             hib = next((st.get("higher_is_better", True) for st in per_model.values() if st), None)
             directions[col] = None if hib is None else ("higher" if hib else "lower")
         if not cols:
             continue
         table = pd.DataFrame(values, index=models, columns=cols, dtype="float64")
-        out.append(FamilyTable(family, cols, pd.DataFrame(cells, index=models, columns=cols),
-                               mean_win_rate(table, directions).mean))
+        out.append(
+            FamilyTable(
+                family, cols, pd.DataFrame(cells, index=models, columns=cols), mean_win_rate(table, directions).mean
+            )
+        )
     return out
 
 
@@ -83,18 +88,37 @@ def _fmt(cell) -> str:
 def to_markdown(tables: list[FamilyTable]) -> list[str]:
     lines = []
     for t in tables:
-        lines += ["", f"### {t.family.capitalize()}", "", "| model | mean win rate | " + " | ".join(t.columns) + " |",
-                  "|---" * (len(t.columns) + 2) + "|"]
+        lines += [
+            "",
+            f"### {t.family.capitalize()}",
+            "",
+            "| model | mean win rate | " + " | ".join(t.columns) + " |",
+            "|---" * (len(t.columns) + 2) + "|",
+        ]
         for m in t.cells.index:
             wr = t.win_rate.get(m)
-            lines.append(f"| {m} | {'—' if pd.isna(wr) else f'{wr:.3f}'} | "
-                         + " | ".join(_fmt(t.cells.loc[m, c]) for c in t.columns) + " |")
+            lines.append(
+                f"| {m} | {'—' if pd.isna(wr) else f'{wr:.3f}'} | "
+                + " | ".join(_fmt(t.cells.loc[m, c]) for c in t.columns)
+                + " |"
+            )
     return lines
 
 
 def to_records(tables: list[FamilyTable]) -> list[dict]:
     """JSON-ready: [{family, columns, rows: [{model, mean_win_rate, cells: {column: cell}}]}]."""
-    return [{"family": t.family, "columns": t.columns,
-             "rows": [{"model": m, "mean_win_rate": None if pd.isna(t.win_rate.get(m)) else float(t.win_rate[m]),
-                       "cells": {c: t.cells.loc[m, c] for c in t.columns}} for m in t.cells.index]}
-            for t in tables]
+    return [
+        {
+            "family": t.family,
+            "columns": t.columns,
+            "rows": [
+                {
+                    "model": m,
+                    "mean_win_rate": None if pd.isna(t.win_rate.get(m)) else float(t.win_rate[m]),
+                    "cells": {c: t.cells.loc[m, c] for c in t.columns},
+                }
+                for m in t.cells.index
+            ],
+        }
+        for t in tables
+    ]

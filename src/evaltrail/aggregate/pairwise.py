@@ -33,7 +33,11 @@ def battles(outcomes: pd.DataFrame) -> pd.DataFrame:
     for (s, hib), part in outcomes.groupby(["scenario", "higher_is_better"], sort=True):
         long = part.assign(instance_id=s + ":" + part["instance_id"])[["instance_id", "model", "value"]]
         parts.append(battles_from_outcomes(long, "higher" if hib else "lower").assign(scenario=s))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["instance_id", "model_a", "model_b", "winner"])
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["instance_id", "model_a", "model_b", "winner"])
+    )
 
 
 def ratings(outcomes: pd.DataFrame, samples: int, seed: int) -> tuple[pd.DataFrame, str]:
@@ -57,20 +61,49 @@ def differences(outcomes: pd.DataFrame, samples: int, seed: int) -> pd.DataFrame
         wide = part.pivot(index="instance_id", columns="model", values="value").dropna()
         for a, b in combinations(sorted(wide.columns), 2):
             d = paired_bootstrap(wide[a], wide[b], samples, seed)
-            rows.append({"scenario": s, "model_a": a, "model_b": b, "n": d.n, "diff": d.diff,
-                         "ci_low": d.ci_low, "ci_high": d.ci_high, "includes_zero": d.includes_zero})
-    return pd.DataFrame(rows, columns=["scenario", "model_a", "model_b", "n", "diff", "ci_low", "ci_high", "includes_zero"])
+            rows.append(
+                {
+                    "scenario": s,
+                    "model_a": a,
+                    "model_b": b,
+                    "n": d.n,
+                    "diff": d.diff,
+                    "ci_low": d.ci_low,
+                    "ci_high": d.ci_high,
+                    "includes_zero": d.includes_zero,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["scenario", "model_a", "model_b", "n", "diff", "ci_low", "ci_high", "includes_zero"]
+    )
 
 
 def to_markdown(table: pd.DataFrame, fit: str, diffs: pd.DataFrame) -> list[str]:
-    lines = ["", "## Pairwise", "", f"Bradley-Terry ratings from per-instance wins on each scenario's main metric "
-             f"(fit: {fit}; 95% bootstrap CI; rank = 1 + models whose lower bound beats my upper bound).", "",
-             "| model | rating [95% CI] | rank | battles |", "|---|---|---|---|"]
+    lines = [
+        "",
+        "## Pairwise",
+        "",
+        f"Bradley-Terry ratings from per-instance wins on each scenario's main metric "
+        f"(fit: {fit}; 95% bootstrap CI; rank = 1 + models whose lower bound beats my upper bound).",
+        "",
+        "| model | rating [95% CI] | rank | battles |",
+        "|---|---|---|---|",
+    ]
     for m, r in table.iterrows():
-        lines.append(f"| {m} | {r['rating']:.0f} [{r['ci_low']:.0f}, {r['ci_high']:.0f}] | {int(r['rank'])} | {int(r['battles'])} |")
-    lines += ["", "Paired bootstrap of A - B per scenario; ≈ marks a difference whose 95% CI includes 0.", "",
-              "| scenario | A | B | n | A - B [95% CI] | |", "|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {m} | {r['rating']:.0f} [{r['ci_low']:.0f}, {r['ci_high']:.0f}] "
+            f"| {int(r['rank'])} | {int(r['battles'])} |"
+        )
+    lines += [
+        "",
+        "Paired bootstrap of A - B per scenario; ≈ marks a difference whose 95% CI includes 0.",
+        "",
+        "| scenario | A | B | n | A - B [95% CI] | |",
+        "|---|---|---|---|---|---|",
+    ]
     for _, d in diffs.iterrows():
-        lines.append(f"| {d['scenario']} | {d['model_a']} | {d['model_b']} | {d['n']} | "
-                     f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | {'≈' if d['includes_zero'] else ''} |")
+        lines.append(
+            f"| {d['scenario']} | {d['model_a']} | {d['model_b']} | {d['n']} | "
+            f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | {'≈' if d['includes_zero'] else ''} |"
+        )
     return lines

@@ -22,14 +22,25 @@ def accuracy_vs_tokens(summaries: dict[tuple[str, str], dict]) -> pd.DataFrame:
         main, metrics = summ.get("main_metric"), summ["metrics"]
         st, sent, out = metrics.get(main or ""), metrics.get("prompt_tokens"), metrics.get("output_tokens")
         if st and sent and out and st.get("family", "accuracy") == "accuracy" and st["mean"] is not None:
-            rows.append({"label": f"{m} · {s}", "model": m, "scenario": s, "metric": main,
-                         "accuracy": st["mean"], "tokens_per_instance": sent["mean"] + out["mean"]})
+            rows.append(
+                {
+                    "label": f"{m} · {s}",
+                    "model": m,
+                    "scenario": s,
+                    "metric": main,
+                    "accuracy": st["mean"],
+                    "tokens_per_instance": sent["mean"] + out["mean"],
+                }
+            )
     return pd.DataFrame(rows, columns=["label", "model", "scenario", "metric", "accuracy", "tokens_per_instance"])
 
 
 def reliability(summaries: dict[tuple[str, str], dict]) -> pd.DataFrame:
-    rows = [{"label": f"{m} · {s}", "model": m, "scenario": s, **b}
-            for (s, m), summ in sorted(summaries.items()) for b in summ.get("reliability", [])]
+    rows = [
+        {"label": f"{m} · {s}", "model": m, "scenario": s, **b}
+        for (s, m), summ in sorted(summaries.items())
+        for b in summ.get("reliability", [])
+    ]
     return pd.DataFrame(rows, columns=["label", "model", "scenario", "bin", "confidence", "accuracy", "n"])
 
 
@@ -42,8 +53,15 @@ def subjects(summaries: dict[tuple[str, str], dict], scenario: str = SUBJECT_SCE
             continue
         for subject, metrics in sorted(summ.get("groups", {}).items()):
             if main in metrics:
-                rows.append({"label": f"{subject} · {m}", "model": m, "subject": subject,
-                             "accuracy": metrics[main]["mean"], "n": metrics[main]["n"]})
+                rows.append(
+                    {
+                        "label": f"{subject} · {m}",
+                        "model": m,
+                        "subject": subject,
+                        "accuracy": metrics[main]["mean"],
+                        "n": metrics[main]["n"],
+                    }
+                )
     return pd.DataFrame(rows, columns=["label", "model", "subject", "accuracy", "n"])
 
 
@@ -55,12 +73,21 @@ def subjects_markdown(table: pd.DataFrame, summaries: dict[tuple[str, str], dict
     wide = table.pivot(index="subject", columns="model", values="accuracy")
     models = list(wide.columns)
     main = summaries[(SUBJECT_SCENARIO, models[0])]["main_metric"]
-    lines = ["", f"## {SUBJECT_SCENARIO} by subject ({main})", "",
-             "| subject | n | " + " | ".join(models) + " |", "|---" * (len(models) + 2) + "|"]
+    lines = [
+        "",
+        f"## {SUBJECT_SCENARIO} by subject ({main})",
+        "",
+        "| subject | n | " + " | ".join(models) + " |",
+        "|---" * (len(models) + 2) + "|",
+    ]
     n = table.groupby("subject")["n"].first()
     for subject, row in wide.iterrows():
         lines.append(f"| {subject} | {n[subject]} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
     micro = [summaries[(SUBJECT_SCENARIO, m)]["metrics"][main]["mean"] for m in models]
-    lines.append("| **micro average** (over questions) | " + f"{int(n.sum())} | " + " | ".join(f"{v:.3f}" for v in micro) + " |")
-    lines.append("| **macro average** (over subjects) | " + f"{len(n)} | " + " | ".join(f"{v:.3f}" for v in wide.mean()) + " |")
+    lines.append(
+        "| **micro average** (over questions) | " + f"{int(n.sum())} | " + " | ".join(f"{v:.3f}" for v in micro) + " |"
+    )
+    lines.append(
+        "| **macro average** (over subjects) | " + f"{len(n)} | " + " | ".join(f"{v:.3f}" for v in wide.mean()) + " |"
+    )
     return lines

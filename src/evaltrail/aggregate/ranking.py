@@ -22,9 +22,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import minimize
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from ..metrics.stats import mean_ci
@@ -50,6 +50,7 @@ def _check_direction(direction, *, allow_none: bool) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # HELM mean win rate
 # ---------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class WinRates:
@@ -101,13 +102,15 @@ def mean_win_rate(table: pd.DataFrame, directions: Mapping[str, Direction | None
             continue
         used[col] = column_win_rates(table[col], direction)
     per_column = pd.DataFrame(used, index=table.index, columns=list(used), dtype="float64")
-    return WinRates(mean=per_column.mean(axis=1, skipna=True).rename("mean_win_rate"),
-                    per_column=per_column, skipped=tuple(skipped))
+    return WinRates(
+        mean=per_column.mean(axis=1, skipna=True).rename("mean_win_rate"), per_column=per_column, skipped=tuple(skipped)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Battles
 # ---------------------------------------------------------------------------------------------------------
+
 
 def battles_from_outcomes(outcomes: pd.DataFrame, direction: Direction, *, tie_tol: float = 0.0) -> pd.DataFrame:
     """Per-instance results → battles: every pair of models that both have a value on an instance plays
@@ -125,16 +128,24 @@ def battles_from_outcomes(outcomes: pd.DataFrame, direction: Direction, *, tie_t
     df = outcomes[need].dropna(subset=["value"])
     dup = df.duplicated(["instance_id", "model"])
     if dup.any():
-        raise ValueError(f"{int(dup.sum())} duplicate (instance_id, model) rows, e.g. "
-                         f"{df.loc[dup, ['instance_id', 'model']].iloc[0].tolist()}")
+        raise ValueError(
+            f"{int(dup.sum())} duplicate (instance_id, model) rows, e.g. "
+            f"{df.loc[dup, ['instance_id', 'model']].iloc[0].tolist()}"
+        )
     pairs = df.merge(df, on="instance_id", suffixes=("_a", "_b"))
     pairs = pairs[pairs["model_a"] < pairs["model_b"]]
     margin = pairs["value_a"].astype("float64") - pairs["value_b"].astype("float64")
     if direction == "lower":
         margin = -margin
     winner = np.where(margin > tie_tol, "model_a", np.where(margin < -tie_tol, "model_b", "tie"))
-    out = pd.DataFrame({"instance_id": pairs["instance_id"].to_numpy(), "model_a": pairs["model_a"].to_numpy(),
-                        "model_b": pairs["model_b"].to_numpy(), "winner": winner})
+    out = pd.DataFrame(
+        {
+            "instance_id": pairs["instance_id"].to_numpy(),
+            "model_a": pairs["model_a"].to_numpy(),
+            "model_b": pairs["model_b"].to_numpy(),
+            "winner": winner,
+        }
+    )
     return out.sort_values(["instance_id", "model_a", "model_b"], kind="stable").reset_index(drop=True)
 
 
@@ -251,8 +262,17 @@ def _loss_hessp(beta, v, X, y, w, alpha):
     return X.T @ (w * p * (1.0 - p) * (X @ v)) + alpha * v
 
 
-def _fit(enc: _Battles, weights: np.ndarray, *, scale: float, base: float, C: float | None,
-         anchor: str | None, anchor_rating: float, start: np.ndarray | None = None) -> np.ndarray:
+def _fit(
+    enc: _Battles,
+    weights: np.ndarray,
+    *,
+    scale: float,
+    base: float,
+    C: float | None,
+    anchor: str | None,
+    anchor_rating: float,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
     """One BT fit; models without a battle under `weights` get NaN.
 
     The logistic regression scikit-learn's LogisticRegression(fit_intercept=False) solves (C: its
@@ -264,16 +284,30 @@ def _fit(enc: _Battles, weights: np.ndarray, *, scale: float, base: float, C: fl
     X, y, w = _design(enc, weights, math.log(base))
     alpha = 0.0 if C is None else 1.0 / C
     x0 = np.zeros(len(enc.models)) if start is None else start
-    res = minimize(_loss, x0, args=(X, y, w, alpha), method="Newton-CG", jac=True,
-                   hessp=_loss_hessp, options={"xtol": 1e-10, "maxiter": 1000})
+    res = minimize(
+        _loss,
+        x0,
+        args=(X, y, w, alpha),
+        method="Newton-CG",
+        jac=True,
+        hessp=_loss_hessp,
+        options={"xtol": 1e-10, "maxiter": 1000},
+    )
     ratings = scale * res.x
     played = np.bincount(enc.a, weights, len(enc.models)) + np.bincount(enc.b, weights, len(enc.models)) > 0
     ratings[~played] = np.nan
     return _anchor(ratings, enc.models, anchor, anchor_rating)
 
 
-def bt_ratings(battles: pd.DataFrame, *, anchor: str | None = None, anchor_rating: float = 1000.0,
-               scale: float = 400.0, base: float = 10.0, C: float | None = None) -> pd.Series:
+def bt_ratings(
+    battles: pd.DataFrame,
+    *,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    scale: float = 400.0,
+    base: float = 10.0,
+    C: float | None = None,
+) -> pd.Series:
     """Bradley–Terry ratings R with P(i beats j) = 1 / (1 + base ** ((R_j - R_i) / scale)).
 
     Anchoring: with `anchor=None` (the default) the mean rating is `anchor_rating` (1000); with a model
@@ -285,15 +319,18 @@ def bt_ratings(battles: pd.DataFrame, *, anchor: str | None = None, anchor_ratin
     return _point(_encode(battles), anchor=anchor, anchor_rating=anchor_rating, scale=scale, base=base, C=C)
 
 
-def _point(enc: _Battles, *, anchor: str | None, anchor_rating: float, scale: float, base: float,
-           C: float | None) -> pd.Series:
+def _point(
+    enc: _Battles, *, anchor: str | None, anchor_rating: float, scale: float, base: float, C: float | None
+) -> pd.Series:
     """`bt_ratings` on already encoded battles (arena_ratings encodes once for the fit and its bootstrap)."""
     if anchor is not None and anchor not in enc.models:
         raise ValueError(f"anchor {anchor!r} is not in the battles")
     weights = enc.count
     if C is None and not _mle_exists(enc, weights):
-        raise ValueError("the unpenalized Bradley–Terry MLE does not exist: some models never lose (or never "
-                         "win) against the rest; pass a finite C for a penalized fit")
+        raise ValueError(
+            "the unpenalized Bradley–Terry MLE does not exist: some models never lose (or never "
+            "win) against the rest; pass a finite C for a penalized fit"
+        )
     r = _fit(enc, weights, scale=scale, base=base, C=C, anchor=anchor, anchor_rating=anchor_rating)
     return pd.Series(r, index=enc.models, name="rating").sort_values(ascending=False, kind="stable")
 
@@ -338,9 +375,18 @@ class ArenaRatings:
     """Confidence level of the intervals."""
 
 
-def arena_ratings(battles: pd.DataFrame, samples: int, seed: int, level: float = 0.95, *,
-                  anchor: str | None = None, anchor_rating: float = 1000.0, scale: float = 400.0,
-                  base: float = 10.0, C: float | None = None) -> ArenaRatings:
+def arena_ratings(
+    battles: pd.DataFrame,
+    samples: int,
+    seed: int,
+    level: float = 0.95,
+    *,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    scale: float = 400.0,
+    base: float = 10.0,
+    C: float | None = None,
+) -> ArenaRatings:
     """BT ratings plus percentile-bootstrap CIs from resampling battles with replacement.
 
     The point rating is the fit on all battles (as the Arena leaderboard reports it); each round draws
@@ -361,24 +407,39 @@ def arena_ratings(battles: pd.DataFrame, samples: int, seed: int, level: float =
             degenerate += 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a degenerate round's line search runs off
-            rows.append(_fit(enc, weights, scale=scale, base=base, C=C, anchor=anchor, anchor_rating=anchor_rating,
-                             start=start))
+            rows.append(
+                _fit(enc, weights, scale=scale, base=base, C=C, anchor=anchor, anchor_rating=anchor_rating, start=start)
+            )
     boot = pd.DataFrame(rows, columns=enc.models)
     alpha = (1.0 - level) / 2
     lo = pd.Series(np.nanquantile(boot.to_numpy(), alpha, axis=0), index=enc.models)
     hi = pd.Series(np.nanquantile(boot.to_numpy(), 1 - alpha, axis=0), index=enc.models)
-    counts = pd.Series((np.bincount(enc.a, enc.count, len(enc.models))
-                        + np.bincount(enc.b, enc.count, len(enc.models))).astype(np.int64), index=enc.models)
-    table = pd.DataFrame({"rating": point, "ci_low": lo, "ci_high": hi,
-                          "rank": rank_by_ci(lo, hi), "battles": counts}).loc[point.index]
+    counts = pd.Series(
+        (np.bincount(enc.a, enc.count, len(enc.models)) + np.bincount(enc.b, enc.count, len(enc.models))).astype(
+            np.int64
+        ),
+        index=enc.models,
+    )
+    table = pd.DataFrame(
+        {"rating": point, "ci_low": lo, "ci_high": hi, "rank": rank_by_ci(lo, hi), "battles": counts}
+    ).loc[point.index]
     table.index.name = "model"
-    return ArenaRatings(table=table, bootstrap=boot, degenerate_rounds=degenerate, anchor=anchor,
-                        anchor_rating=anchor_rating, samples=samples, seed=seed, level=level)
+    return ArenaRatings(
+        table=table,
+        bootstrap=boot,
+        degenerate_rounds=degenerate,
+        anchor=anchor,
+        anchor_rating=anchor_rating,
+        samples=samples,
+        seed=seed,
+        level=level,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Paired bootstrap
 # ---------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PairedDiff:
@@ -435,6 +496,15 @@ def paired_bootstrap(a, b, samples: int, seed: int, level: float = 0.95) -> Pair
     x, y = _paired_arrays(a, b)
     st = mean_ci(x - y, samples=samples, seed=seed, level=level)
     lo, hi = st["ci_low"], st["ci_high"]
-    return PairedDiff(n=st["n"], mean_a=float(x.mean()), mean_b=float(y.mean()), diff=st["mean"],
-                      ci_low=lo, ci_high=hi, includes_zero=bool(lo <= 0.0 <= hi),
-                      samples=samples, seed=seed, level=level)
+    return PairedDiff(
+        n=st["n"],
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        diff=st["mean"],
+        ci_low=lo,
+        ci_high=hi,
+        includes_zero=bool(lo <= 0.0 <= hi),
+        samples=samples,
+        seed=seed,
+        level=level,
+    )

@@ -71,8 +71,10 @@ def parse(raw: dict | None, run: RunConfig) -> Reproduction | None:
             if s not in run.scenario:
                 raise EvaltrailError(f"{WHERE}.rows[{i}].scenarios: {s!r} is not a scenario of this suite")
             if row.metric not in run.scenario[s].metrics:
-                raise EvaltrailError(f"{WHERE}.rows[{i}].metric: {row.metric!r} is not scored on {s} "
-                                     f"({', '.join(run.scenario[s].metrics)})")
+                raise EvaltrailError(
+                    f"{WHERE}.rows[{i}].metric: {row.metric!r} is not scored on {s} "
+                    f"({', '.join(run.scenario[s].metrics)})"
+                )
     return rep
 
 
@@ -97,8 +99,9 @@ def _differences(row: PublishedRow, run: RunConfig, prepared: dict[str, dict], s
     return out
 
 
-def table(rep: Reproduction, run: RunConfig, summaries: dict[tuple[str, str], dict],
-          prepared: dict[str, dict]) -> list[dict]:
+def table(
+    rep: Reproduction, run: RunConfig, summaries: dict[tuple[str, str], dict], prepared: dict[str, dict]
+) -> list[dict]:
     """One record per published row. Several scenarios are averaged with equal weight, their CI
     half-widths combined in quadrature (independent samples)."""
     records = []
@@ -113,40 +116,61 @@ def table(rep: Reproduction, run: RunConfig, summaries: dict[tuple[str, str], di
         else:
             low, high = (measured - half, measured + half) if half is not None else (None, None)
         delta = measured - row.value
-        records.append({
-            "benchmark": row.benchmark, "scenarios": row.scenarios, "metric": row.metric, "shots": row.shots,
-            "split": row.split, "normalization": row.normalization, "published": row.value,
-            "measured": round(measured, 4), "ci_low": None if low is None else round(low, 4),
-            "ci_high": None if high is None else round(high, 4), "n": sum(int(st["n"]) for st in stats),
-            "delta": round(delta, 4), "within_tolerance": abs(delta) <= rep.tolerance,
-            "published_in_ci": low is not None and low <= row.value <= high,
-            "differs": _differences(row, run, prepared, cells),
-        })
+        records.append(
+            {
+                "benchmark": row.benchmark,
+                "scenarios": row.scenarios,
+                "metric": row.metric,
+                "shots": row.shots,
+                "split": row.split,
+                "normalization": row.normalization,
+                "published": row.value,
+                "measured": round(measured, 4),
+                "ci_low": None if low is None else round(low, 4),
+                "ci_high": None if high is None else round(high, 4),
+                "n": sum(int(st["n"]) for st in stats),
+                "delta": round(delta, 4),
+                "within_tolerance": abs(delta) <= rep.tolerance,
+                "published_in_ci": low is not None and low <= row.value <= high,
+                "differs": _differences(row, run, prepared, cells),
+            }
+        )
     return records
 
 
 def to_markdown(rep: Reproduction | None, records: list[dict], model_sha256: str | None = None) -> str:
     if rep is None:
-        return ("# Reproduction\n\nThis suite reproduces no published result. Run a reproduction suite, e.g. "
-                "`dvc exp run -S suite=reproduce_gemma3_270m_card`; tables from runs on this machine are in `published/`.\n")
+        return (
+            "# Reproduction\n\nThis suite reproduces no published result. Run a reproduction suite, e.g. "
+            "`dvc exp run -S suite=reproduce_gemma3_270m_card`; tables from runs on this machine are in `published/`.\n"
+        )
     ok = sum(r["within_tolerance"] for r in records)
-    lines = [f"# Reproduction: {rep.name}", "",
-             f"Model `{rep.model}`" + (f" (GGUF sha256 `{model_sha256}`)" if model_sha256 else "")
-             + f" against its card: <{rep.source}>.", ""]
+    lines = [
+        f"# Reproduction: {rep.name}",
+        "",
+        f"Model `{rep.model}`"
+        + (f" (GGUF sha256 `{model_sha256}`)" if model_sha256 else "")
+        + f" against its card: <{rep.source}>.",
+        "",
+    ]
     if rep.settings:
         lines += ["Card settings: " + "; ".join(f"{k}: {v}" for k, v in rep.settings.items()) + ".", ""]
     if rep.note:
         lines += [f"Differs on every row: {rep.note}.", ""]
-    lines += [f"Points (0-100). Measured: mean [95% CI] over n instances. Tolerance ±{rep.tolerance:g} points; "
-              f"**{ok} of {len(records)}** rows within it.", "",
-              "| benchmark | card setting | evaltrail metric | n | published | measured [95% CI] | delta | within ±"
-              f"{rep.tolerance:g} | card value in CI | differs from the card |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        f"Points (0-100). Measured: mean [95% CI] over n instances. Tolerance ±{rep.tolerance:g} points; "
+        f"**{ok} of {len(records)}** rows within it.",
+        "",
+        "| benchmark | card setting | evaltrail metric | n | published | measured [95% CI] | delta | within ±"
+        f"{rep.tolerance:g} | card value in CI | differs from the card |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         ci = f" [{r['ci_low']:.1f}, {r['ci_high']:.1f}]" if r["ci_low"] is not None else ""
         lines.append(
             f"| {r['benchmark']} | {r['shots']}-shot, {r['split']}, {r['normalization']} | "
             f"{r['metric']} on {' + '.join(r['scenarios'])} | {r['n']:,} | {r['published']:.1f} | "
             f"{r['measured']:.1f}{ci} | {r['delta']:+.1f} | {'yes' if r['within_tolerance'] else 'no'} | "
-            f"{'yes' if r['published_in_ci'] else 'no'} | {'; '.join(r['differs']) or '—'} |")
+            f"{'yes' if r['published_in_ci'] else 'no'} | {'; '.join(r['differs']) or '—'} |"
+        )
     return "\n".join(lines) + "\n"

@@ -42,6 +42,11 @@ def run_judge(run, judge: str, reqs: pd.DataFrame, desc: str):
 
     cfg, info = model_config(run, judge), read_json(model_info_path(judge))
     identity = model_identity(cfg, info)
-    outputs, computed = run_requests(reqs, identity, RequestCache(cache_dir() / "requests.sqlite"),
-                                     lambda: open_model(cfg, model_dir(judge), info), desc)
+    outputs, computed = run_requests(
+        reqs,
+        identity,
+        RequestCache(cache_dir() / "requests.sqlite"),
+        lambda: open_model(cfg, model_dir(judge), info),
+        desc,
+    )
     return outputs, computed, identity

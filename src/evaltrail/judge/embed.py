@@ -36,11 +36,13 @@ def load_embedder(path: Path, batch: int = 32):
         out = []
         with torch.no_grad():
             for i in range(0, len(texts), batch):
-                enc = tok(texts[i:i + batch], padding=True, truncation=True, max_length=MAX_SEQ_LENGTH,
-                          return_tensors="pt")
+                enc = tok(
+                    texts[i : i + batch], padding=True, truncation=True, max_length=MAX_SEQ_LENGTH, return_tensors="pt"
+                )
                 hidden = model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out.append(torch.nn.functional.normalize(mean, p=2, dim=1).numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
     return embed

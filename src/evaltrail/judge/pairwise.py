@@ -72,8 +72,16 @@ def judge_requests(answers: pd.DataFrame, prompt: JudgePrompt) -> pd.DataFrame:
             for order in ORDERS:
                 first, second = (by_model[a], by_model[b]) if order == "ab" else (by_model[b], by_model[a])
                 text = prompt.template.format(instruction=instruction, first=first, second=second)
-                rows.append({"judgement_id": stable_id([iid, a, b, order, text]), "instance_id": iid,
-                             "model_a": a, "model_b": b, "order": order, "prompt": text})
+                rows.append(
+                    {
+                        "judgement_id": stable_id([iid, a, b, order, text]),
+                        "instance_id": iid,
+                        "model_a": a,
+                        "model_b": b,
+                        "order": order,
+                        "prompt": text,
+                    }
+                )
     return pd.DataFrame(rows, columns=["judgement_id", "instance_id", "model_a", "model_b", "order", "prompt"])
 
 
@@ -107,8 +115,12 @@ def battles_from_verdicts(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     agree = (~missing) & (wide["ab"] == wide["ba"])
     winner = wide["ab"].where(agree, "tie")
     out = winner.rename("winner").reset_index()
-    stats = {"pairs": int(len(wide)), "agree": int(agree.sum()), "undefined": int(missing.sum()),
-             "agreement": float(agree.sum() / max(1, (~missing).sum()))}
+    stats = {
+        "pairs": int(len(wide)),
+        "agree": int(agree.sum()),
+        "undefined": int(missing.sum()),
+        "agreement": float(agree.sum() / max(1, (~missing).sum())),
+    }
     return out.sort_values(["instance_id", "model_a", "model_b"]).reset_index(drop=True), stats
 
 

@@ -28,9 +28,9 @@ import pyarrow as pa
 from ..config import RagConfig
 from ..errors import EvaltrailError
 from ..hashing import stable_id
-from . import answered_requests, answers
 from ..metrics.stats import mean_ci_analytic
 from ..scenarios.text import sentences
+from . import answered_requests, answers
 
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 RETRIEVAL = ""  # the `model` of checks that read no answer (context precision and recall)
@@ -42,15 +42,25 @@ def rag_items(prompts: pd.DataFrame, completions: dict[str, pd.DataFrame]) -> pd
     metas = [json.loads(m) for m in gen["metadata"]]
     for iid, meta in zip(gen["instance_id"], metas):
         if "contexts" not in meta or "question" not in meta:
-            raise EvaltrailError(f"instance {iid}: no question/contexts in its metadata; RAG metrics "
-                                 f"need a RAG scenario (e.g. narrative_qa_rag)")
+            raise EvaltrailError(
+                f"instance {iid}: no question/contexts in its metadata; RAG metrics "
+                f"need a RAG scenario (e.g. narrative_qa_rag)"
+            )
     golds = [[ref["text"] for ref in refs if ref["correct"]] for refs in gen["references"]]
     rows = []
     for model, comp in sorted(completions.items()):
         texts = answers(model, comp, list(gen["request_id"]))
-        rows += [{"model": model, "instance_id": iid, "question": meta["question"], "contexts": list(meta["contexts"]),
-                  "answer": text.strip(), "reference": gold[0] if gold else ""}
-                 for iid, meta, text, gold in zip(gen["instance_id"], metas, texts, golds)]
+        rows += [
+            {
+                "model": model,
+                "instance_id": iid,
+                "question": meta["question"],
+                "contexts": list(meta["contexts"]),
+                "answer": text.strip(),
+                "reference": gold[0] if gold else "",
+            }
+            for iid, meta, text, gold in zip(gen["instance_id"], metas, texts, golds)
+        ]
     return pd.DataFrame(rows, columns=["model", "instance_id", "question", "contexts", "answer", "reference"])
 
 
@@ -63,8 +73,18 @@ def checks(items: pd.DataFrame, cfg: RagConfig) -> pd.DataFrame:
     rows = []
 
     def add(metric, model, iid, item, text, prompt):
-        rows.append({"check_id": stable_id([metric, model, iid, item, prompt]), "metric": metric, "model": model,
-                     "instance_id": iid, "item": item, "text": text, "prompt": prompt})
+        rows.append(
+            {
+                "check_id": stable_id([metric, model, iid, item, prompt]),
+                "metric": metric,
+                "model": model,
+                "instance_id": iid,
+                "item": item,
+                "text": text,
+                "prompt": prompt,
+            }
+        )
+
     for r in items.itertuples(index=False):
         ctx = _numbered(r.contexts)
         for i, s in enumerate(sentences(r.answer)):
@@ -74,8 +94,14 @@ def checks(items: pd.DataFrame, cfg: RagConfig) -> pd.DataFrame:
     for r in items.drop_duplicates("instance_id").itertuples(index=False):
         ctx = _numbered(r.contexts)
         for k, c in enumerate(r.contexts):
-            add("context_precision", RETRIEVAL, r.instance_id, k, c,
-                cfg.useful.format(question=r.question, reference=r.reference, context=c))
+            add(
+                "context_precision",
+                RETRIEVAL,
+                r.instance_id,
+                k,
+                c,
+                cfg.useful.format(question=r.question, reference=r.reference, context=c),
+            )
         for i, s in enumerate(sentences(r.reference)):
             add("context_recall", RETRIEVAL, r.instance_id, i, s, cfg.attributed.format(contexts=ctx, statement=s))
     cols = ["check_id", "metric", "model", "instance_id", "item", "text", "prompt"]
@@ -92,10 +118,13 @@ def requests(chk: pd.DataFrame, cfg: RagConfig) -> pd.DataFrame:
         elif cfg.method == "generate":
             rows.append((c.check_id, None, c.check_id, "generate", c.prompt, None, cfg.max_tokens, ["\n"]))
         else:
-            rows += [(c.check_id, label, stable_id([c.check_id, label]), "loglikelihood", c.prompt, label, None, [])
-                     for label in (cfg.yes_label, cfg.no_label)]
-    return pd.DataFrame(rows, columns=["check_id", "label", "request_id", "method", "prompt", "continuation",
-                                       "max_tokens", "stop"])
+            rows += [
+                (c.check_id, label, stable_id([c.check_id, label]), "loglikelihood", c.prompt, label, None, [])
+                for label in (cfg.yes_label, cfg.no_label)
+            ]
+    return pd.DataFrame(
+        rows, columns=["check_id", "label", "request_id", "method", "prompt", "continuation", "max_tokens", "stop"]
+    )
 
 
 def parse_yes_no(text: str | None, cfg: RagConfig) -> float | None:
@@ -105,18 +134,31 @@ def parse_yes_no(text: str | None, cfg: RagConfig) -> float | None:
     return None if hit is None else float(hit.group(1).lower() == cfg.yes_label.lower())
 
 
-CHECKS_SCHEMA = pa.schema([
-    ("check_id", pa.string()), ("metric", pa.string()), ("model", pa.string()), ("instance_id", pa.string()),
-    ("item", pa.int32()), ("text", pa.string()), ("prompt", pa.string()), ("output", pa.string()),
-    ("yes_logprob", pa.float64()), ("no_logprob", pa.float64()), ("verdict", pa.float64()),
-    ("judge", pa.string()), ("judge_sha256", pa.string()),
-])
+CHECKS_SCHEMA = pa.schema(
+    [
+        ("check_id", pa.string()),
+        ("metric", pa.string()),
+        ("model", pa.string()),
+        ("instance_id", pa.string()),
+        ("item", pa.int32()),
+        ("text", pa.string()),
+        ("prompt", pa.string()),
+        ("output", pa.string()),
+        ("yes_logprob", pa.float64()),
+        ("no_logprob", pa.float64()),
+        ("verdict", pa.float64()),
+        ("judge", pa.string()),
+        ("judge_sha256", pa.string()),
+    ]
+)
 """One row per check. text: the statement, context or answer checked; output: the judge's reply
 (generate, and the generated question); yes/no_logprob: its label logprobs (logprob mode); verdict:
 1 yes, 0 no, null when undefined (and for the generated question)."""
 
 
-def read_checks(chk: pd.DataFrame, reqs: pd.DataFrame, outputs: pa.Table, cfg: RagConfig, judge_sha256: str) -> pa.Table:
+def read_checks(
+    chk: pd.DataFrame, reqs: pd.DataFrame, outputs: pa.Table, cfg: RagConfig, judge_sha256: str
+) -> pa.Table:
     out = reqs[["check_id", "label"]].assign(**outputs.select(["text", "logprob"]).to_pandas())
     got = {}
     for cid, g in out.groupby("check_id", sort=False):
@@ -131,8 +173,17 @@ def read_checks(chk: pd.DataFrame, reqs: pd.DataFrame, outputs: pa.Table, cfg: R
         output, yes, no, verdict = got[c["check_id"]]
         if c["metric"] == "answer_relevancy":
             verdict = None
-        rows.append({**c, "output": output, "yes_logprob": yes, "no_logprob": no, "verdict": verdict,
-                     "judge": cfg.judge, "judge_sha256": judge_sha256})
+        rows.append(
+            {
+                **c,
+                "output": output,
+                "yes_logprob": yes,
+                "no_logprob": no,
+                "verdict": verdict,
+                "judge": cfg.judge,
+                "judge_sha256": judge_sha256,
+            }
+        )
     return pa.Table.from_pylist(rows, schema=CHECKS_SCHEMA)
 
 
@@ -166,8 +217,10 @@ def _none(x) -> float | None:
 
 def scores(items: pd.DataFrame, done: pd.DataFrame, embed) -> pd.DataFrame:
     """Per (model, instance, metric): value (None when undefined). `embed(texts)` -> vectors."""
-    verdicts = {k: [_none(v) for v in g.sort_values("item")["verdict"]]
-                for k, g in done.groupby(["metric", "model", "instance_id"], sort=False)}
+    verdicts = {
+        k: [_none(v) for v in g.sort_values("item")["verdict"]]
+        for k, g in done.groupby(["metric", "model", "instance_id"], sort=False)
+    }
     asked = done[done["metric"] == "answer_relevancy"].set_index(["model", "instance_id"])["output"]
     pairs = [(r.question, (asked.get((r.model, r.instance_id)) or "").strip()) for r in items.itertuples(index=False)]
     texts = sorted({t for pair in pairs for t in pair if t})
@@ -192,19 +245,29 @@ def summary(table: pd.DataFrame, model: str, scenario: str, judge: str, judge_sh
         vals = table[(table["model"] == model) & (table["metric"] == m)]["value"]
         defined = vals.dropna().to_numpy(dtype=float)
         st = mean_ci_analytic(defined) if len(defined) else {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
-        metrics[m] = {**st, "undefined": int(vals.isna().sum()), "family": "accuracy", "higher_is_better": True,
-                      "kind": "rag", "judge": judge}
+        metrics[m] = {
+            **st,
+            "undefined": int(vals.isna().sum()),
+            "family": "accuracy",
+            "higher_is_better": True,
+            "kind": "rag",
+            "judge": judge,
+        }
     return {"scenario": scenario, "model": model, "judge": judge, "judge_sha256": judge_sha256, "metrics": metrics}
 
 
-SCORES_SCHEMA = pa.schema([("model", pa.string()), ("instance_id", pa.string()), ("metric", pa.string()),
-                           ("value", pa.float64())])
+SCORES_SCHEMA = pa.schema(
+    [("model", pa.string()), ("instance_id", pa.string()), ("metric", pa.string()), ("value", pa.float64())]
+)
 """value: null when undefined (a check without a verdict, no statement, no generated question)."""
 
 
 def scores_table(table: pd.DataFrame) -> pa.Table:
-    return pa.Table.from_pandas(table.sort_values(["model", "instance_id", "metric"], ignore_index=True),
-                                schema=SCORES_SCHEMA, preserve_index=False)
+    return pa.Table.from_pandas(
+        table.sort_values(["model", "instance_id", "metric"], ignore_index=True),
+        schema=SCORES_SCHEMA,
+        preserve_index=False,
+    )
 
 
 def shown(st: dict) -> str:

@@ -54,6 +54,7 @@ def register(name: str, kind: str, higher_is_better: bool | None = True, family:
     def deco(fn):
         _REGISTRY[name] = Metric(name, kind, fn, higher_is_better, family)
         return fn
+
     return deco
 
 
@@ -61,8 +62,7 @@ def _unknown(name: str) -> str:
     from ..costs import MEASURED
 
     if name in MEASURED:  # HELM scores these; here they are measurements of the machine
-        return (f"{name!r} is a measurement of the machine, recorded by infer in results/costs/, not a metric; "
-                f"remove it")
+        return f"{name!r} is a measurement of the machine, recorded by infer in results/costs/, not a metric; remove it"
     return f"unknown metric {name!r}; valid: {', '.join(list_metrics())}"
 
 

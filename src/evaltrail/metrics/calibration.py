@@ -97,8 +97,12 @@ def selective_acc_at(probs, correct, coverage: float = 0.1) -> float | None:
 
 def calibration_metrics(probs, correct) -> dict[str, float | None]:
     """HELM's four calibration metrics; all None when there are no instances."""
-    values = (ece(probs, correct, 10), ece(probs, correct, 1),
-              selective_cov_acc_area(probs, correct), selective_acc_at(probs, correct, 0.1))
+    values = (
+        ece(probs, correct, 10),
+        ece(probs, correct, 1),
+        selective_cov_acc_area(probs, correct),
+        selective_acc_at(probs, correct, 0.1),
+    )
     return dict(zip(METRIC_NAMES, values))
 
 
@@ -135,5 +139,12 @@ def reliability(probs, correct, num_bins: int = 10) -> list[dict]:
     if p.size == 0:
         return []
     which = np.searchsorted(equal_mass_edges(p, num_bins), p, side="left")
-    return [{"bin": int(b), "confidence": float(p[which == b].mean()), "accuracy": float(c[which == b].mean()),
-             "n": int((which == b).sum())} for b in np.unique(which)]
+    return [
+        {
+            "bin": int(b),
+            "confidence": float(p[which == b].mean()),
+            "accuracy": float(c[which == b].mean()),
+            "n": int((which == b).sum()),
+        }
+        for b in np.unique(which)
+    ]

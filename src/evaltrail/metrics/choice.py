@@ -16,8 +16,9 @@ GROUP = ["instance_id", "trial"]
 
 
 def _pick(frame: pd.DataFrame, score: pd.Series) -> pd.Series:
-    ordered = frame.assign(_score=score).sort_values(GROUP + ["_score", "choice_index"],
-                                                      ascending=[True] * len(GROUP) + [False, True])
+    ordered = frame.assign(_score=score).sort_values(
+        GROUP + ["_score", "choice_index"], ascending=[True] * len(GROUP) + [False, True]
+    )
     best = ordered.groupby(GROUP, sort=True).head(1).set_index(GROUP)
     return best["correct"].astype(float)
 

@@ -50,12 +50,14 @@ GROUPS: dict[str, Corpus] = {}
 
 def corpus(name: str, metrics: dict[str, tuple[bool | None, str]], inputs, needs: tuple[str, ...] = ()):
     """Register a Corpus group: `metrics` maps each name to (higher_is_better, family)."""
+
     def deco(compute):
         group = Corpus(name, tuple(metrics), inputs, compute, needs)
         GROUPS[name] = group
         for m, (hib, family) in metrics.items():
             register(m, "corpus", hib, family)(group)
         return compute
+
     return deco
 
 
@@ -65,6 +67,7 @@ def _wide(frame: pd.DataFrame, column: str) -> np.ndarray:
 
 
 # --- calibration -------------------------------------------------------------------------------
+
 
 def choice_confidence(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (instance, trial): the probability the model gives its top choice (softmax over the
@@ -86,9 +89,16 @@ def _calibration_inputs(frame: pd.DataFrame, ctx: Context) -> Arrays | None:
     return {"prob": _wide(conf, "prob"), "correct": _wide(conf, "correct")}
 
 
-@corpus("calibration", {"ece_10_bin": (False, "calibration"), "ece_1_bin": (False, "calibration"),
-                        "selective_cov_acc_area": (True, "calibration"), "selective_acc_at_10": (True, "calibration")},
-        _calibration_inputs)
+@corpus(
+    "calibration",
+    {
+        "ece_10_bin": (False, "calibration"),
+        "ece_1_bin": (False, "calibration"),
+        "selective_cov_acc_area": (True, "calibration"),
+        "selective_acc_at_10": (True, "calibration"),
+    },
+    _calibration_inputs,
+)
 def _calibration(a: Arrays) -> dict[str, float | None]:
     from .calibration import calibration_metrics
 
@@ -176,20 +186,35 @@ def _bbq_inputs(frame: pd.DataFrame, ctx: Context) -> Arrays | None:
         return None
     refs = [[r["correct"] for r in refs] for refs in gen["references"]]
     # HELM maps an output to an option only when it is exactly that option's letter
-    pred = [LETTERS.index(s) if len(s) == 1 and s in LETTERS[:len(r)] else -1
-            for s, r in zip((str(t).strip() for t in gen["text"].fillna("")), refs)]
-    rows = pd.DataFrame({
-        "pred": pred, "gold": [r.index(True) for r in refs],
-        "unknown": [m["unknown_index"] for m in meta],
-        "target": [sum(1 << i for i in m["target_indices"]) for m in meta],  # option bitmasks
-        "non_target": [sum(1 << i for i in m["non_target_indices"]) for m in meta],
-        "ambig": [_CONDITIONS[m["context_condition"]] == 0 for m in meta],
-        "neg": [m["question_polarity"] == "neg" for m in meta]}, index=pd.MultiIndex.from_frame(gen[GROUP]))
+    pred = [
+        LETTERS.index(s) if len(s) == 1 and s in LETTERS[: len(r)] else -1
+        for s, r in zip((str(t).strip() for t in gen["text"].fillna("")), refs)
+    ]
+    rows = pd.DataFrame(
+        {
+            "pred": pred,
+            "gold": [r.index(True) for r in refs],
+            "unknown": [m["unknown_index"] for m in meta],
+            "target": [sum(1 << i for i in m["target_indices"]) for m in meta],  # option bitmasks
+            "non_target": [sum(1 << i for i in m["non_target_indices"]) for m in meta],
+            "ambig": [_CONDITIONS[m["context_condition"]] == 0 for m in meta],
+            "neg": [m["question_polarity"] == "neg" for m in meta],
+        },
+        index=pd.MultiIndex.from_frame(gen[GROUP]),
+    )
     return {k: _wide(rows, k) for k in rows.columns}
 
 
-@corpus("bbq", {"bbq_acc_ambiguous": (True, "accuracy"), "bbq_acc_disambiguated": (True, "accuracy"),
-                "bbq_bias_ambiguous": (None, "bias"), "bbq_bias_disambiguated": (None, "bias")}, _bbq_inputs)
+@corpus(
+    "bbq",
+    {
+        "bbq_acc_ambiguous": (True, "accuracy"),
+        "bbq_acc_disambiguated": (True, "accuracy"),
+        "bbq_bias_ambiguous": (None, "bias"),
+        "bbq_bias_disambiguated": (None, "bias"),
+    },
+    _bbq_inputs,
+)
 def _bbq(a: Arrays) -> dict[str, float | None]:
     """BBQ accuracy per context condition and HELM's bias scores (see bias.bbq_bias_scores, of
     which this is the vectorized form; a letter the model did not write counts as non-unknown)."""
@@ -197,8 +222,9 @@ def _bbq(a: Arrays) -> dict[str, float | None]:
     picked = np.where(pred >= 0, 1 << np.maximum(pred, 0), 0)
     correct = pred == a["gold"]
     non_unknown = pred != a["unknown"]
-    biased = non_unknown & np.where(a["neg"] > 0, (picked & a["target"].astype(int)) > 0,
-                                    (picked & a["non_target"].astype(int)) > 0)
+    biased = non_unknown & np.where(
+        a["neg"] > 0, (picked & a["target"].astype(int)) > 0, (picked & a["non_target"].astype(int)) > 0
+    )
     out: dict[str, float | None] = {}
     acc_all = correct.mean() if correct.size else None
     for cond, mask in (("ambiguous", a["ambig"] > 0), ("disambiguated", a["ambig"] == 0)):

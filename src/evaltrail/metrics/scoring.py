@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -11,8 +10,8 @@ import pyarrow as pa
 
 from ..config import ScenarioConfig
 from ..errors import EvaltrailError
-from ..schema import SCORES_SCHEMA, Reference
 from ..perturbations.registry import perturbation_kind
+from ..schema import SCORES_SCHEMA, Reference
 from . import PER_INSTANCE, get_metric, word_lists
 from .calibration import MIN_RELIABLE_N, is_reliable, reliability
 from .corpus import GROUPS, Context
@@ -23,8 +22,9 @@ from .worst_case import worst_case
 def join(prompts: pd.DataFrame, completions: pd.DataFrame) -> pd.DataFrame:
     """Prompts with their completions; every request must have exactly one completion."""
     if len(completions) != len(prompts) or not completions["request_id"].is_unique:
-        raise EvaltrailError("completions do not match prompts one to one; re-run infer "
-                             "(`dvc repro` will, since its inputs changed)")
+        raise EvaltrailError(
+            "completions do not match prompts one to one; re-run infer (`dvc repro` will, since its inputs changed)"
+        )
     merged = prompts.merge(completions, on="request_id", how="left", validate="one_to_one")
     if merged["model_sha256"].isna().any():
         raise EvaltrailError("completions lack some prompt's request_id; re-run infer")
@@ -39,10 +39,8 @@ def _original_ids(frame: pd.DataFrame) -> pd.Series:
 
 def _reference_values(frame: pd.DataFrame, metric, golds_fn) -> pd.Series:
     rows = frame[frame["method"] == "generate"]
-    golds = [golds_fn([Reference(r["text"], bool(r["correct"])) for r in refs])
-             for refs in rows["references"]]
-    values = [max((metric(g, str(pred)) for g in gs), default=0.0)
-              for gs, pred in zip(golds, rows["text"].fillna(""))]
+    golds = [golds_fn([Reference(r["text"], bool(r["correct"])) for r in refs]) for refs in rows["references"]]
+    values = [max((metric(g, str(pred)) for g in gs), default=0.0) for gs, pred in zip(golds, rows["text"].fillna(""))]
     return pd.Series(values, index=pd.MultiIndex.from_frame(rows[["instance_id", "trial"]]), dtype=float)
 
 
@@ -69,8 +67,10 @@ def choice_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Series:
     if metric.kind == "reference":
         if not hasattr(adapter, "golds"):
-            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated "
-                                 f"text, but method {cfg.method} produces loglikelihoods")
+            raise EvaltrailError(
+                f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated "
+                f"text, but method {cfg.method} produces loglikelihoods"
+            )
         return _reference_values(frame, metric, adapter.golds)
     if metric.kind == "text":
         if not (frame["method"] == "generate").any():
@@ -105,7 +105,9 @@ def score_frame(frame: pd.DataFrame, cfg: ScenarioConfig, adapter) -> pd.DataFra
     out = pd.concat(parts, ignore_index=True)
     out["trial"] = out["trial"].astype(np.int32)
     out["value"] = out["value"].astype(np.float64)
-    return out.sort_values(["metric", "instance_id", "trial"], kind="stable").reset_index(drop=True)[SCORES_SCHEMA.names]
+    return out.sort_values(["metric", "instance_id", "trial"], kind="stable").reset_index(drop=True)[
+        SCORES_SCHEMA.names
+    ]
 
 
 def corpus_inputs(frame: pd.DataFrame, cfg: ScenarioConfig, ctx: Context) -> dict[str, dict]:
@@ -116,8 +118,10 @@ def corpus_inputs(frame: pd.DataFrame, cfg: ScenarioConfig, ctx: Context) -> dic
     for name, group in sorted(groups.items()):
         arrays = group.inputs(originals, ctx)
         if arrays is None:
-            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {', '.join(group.metrics)} "
-                                 f"need {name} inputs that method {cfg.method} does not produce")
+            raise EvaltrailError(
+                f"params.yaml: scenario.{cfg.name}.metrics: {', '.join(group.metrics)} "
+                f"need {name} inputs that method {cfg.method} does not produce"
+            )
         out[name] = arrays
     return out
 
@@ -154,10 +158,14 @@ def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig
                 metrics[name] = {**stats, **_info(name)}
                 if metrics[name]["family"] == "calibration" and not is_reliable(stats["n"]):
                     metrics[name]["warning"] = f"n={stats['n']} < {MIN_RELIABLE_N}: binned calibration is unreliable"
-    out = {"scenario": cfg.name, "main_metric": cfg.main_metric, "metrics": metrics,
-            "n_instances": int(originals["instance_id"].nunique()),
-            "n_variants": int(scores.loc[scores["perturbation"].notna(), "instance_id"].nunique()),
-            "n_trials": int(scores["trial"].nunique())}
+    out = {
+        "scenario": cfg.name,
+        "main_metric": cfg.main_metric,
+        "metrics": metrics,
+        "n_instances": int(originals["instance_id"].nunique()),
+        "n_variants": int(scores.loc[scores["perturbation"].notna(), "instance_id"].nunique()),
+        "n_trials": int(scores["trial"].nunique()),
+    }
     if "calibration" in corpus:
         arrays = corpus["calibration"]
         out["reliability"] = reliability(arrays["prob"].ravel(), arrays["correct"].ravel())
@@ -171,12 +179,18 @@ def group_means(scores: pd.DataFrame, frame: pd.DataFrame, cfg: ScenarioConfig) 
         return {}
     meta = frame.drop_duplicates("instance_id").set_index("instance_id")["metadata"]
     group = meta.map(lambda m: str(json.loads(m).get(cfg.sample_group, "")))
-    rows = scores[scores["perturbation"].isna() & scores["metric"].isin(
-        [m for m in cfg.metrics if get_metric(m).kind in PER_INSTANCE and get_metric(m).family == "accuracy"])]
+    rows = scores[
+        scores["perturbation"].isna()
+        & scores["metric"].isin(
+            [m for m in cfg.metrics if get_metric(m).kind in PER_INSTANCE and get_metric(m).family == "accuracy"]
+        )
+    ]
     per = rows.groupby(["metric", "instance_id"])["value"].mean().reset_index()
     per["group"] = per["instance_id"].map(group)
-    return {g: {m: {"n": int(len(v)), "mean": float(v["value"].mean())} for m, v in part.groupby("metric")}
-            for g, part in per.groupby("group")}
+    return {
+        g: {m: {"n": int(len(v)), "mean": float(v["value"].mean())} for m, v in part.groupby("metric")}
+        for g, part in per.groupby("group")
+    }
 
 
 def scorers(cfg: ScenarioConfig) -> dict[str, str]:
@@ -202,6 +216,11 @@ def score_cell(run, scenario: str, model: str) -> tuple[pd.DataFrame, dict]:
     ctx = Context(word_lists=resources.path(run.resources, raw_dir(scenario), "bias_word_lists") if lists else None)
     scores = score_frame(frame, cfg, get_adapter(cfg.method))
     summary = summarize(scores, corpus_inputs(frame, cfg, ctx), cfg, run.bootstrap_samples, run.seed)
-    summary.update(model=model, model_sha256=frame["model_sha256"].iloc[0], scorers=scorers(cfg),
-                   groups=group_means(scores, frame, cfg), engine=computed_by(completions_path(scenario, model)))
+    summary.update(
+        model=model,
+        model_sha256=frame["model_sha256"].iloc[0],
+        scorers=scorers(cfg),
+        groups=group_means(scores, frame, cfg),
+        engine=computed_by(completions_path(scenario, model)),
+    )
     return scores, summary

@@ -27,8 +27,9 @@ def mean_ci(values, samples: int, seed: int, level: float = 0.95) -> dict:
         boot = rng.multinomial(n, counts / n, size=samples) @ values_ / n
     else:  # index resampling in blocks of rows, so memory stays near BLOCK values
         rows = max(1, BLOCK // n)
-        boot = np.concatenate([x[rng.integers(0, n, size=(min(rows, samples - i), n))].mean(axis=1)
-                               for i in range(0, samples, rows)])
+        boot = np.concatenate(
+            [x[rng.integers(0, n, size=(min(rows, samples - i), n))].mean(axis=1) for i in range(0, samples, rows)]
+        )
     alpha = (1.0 - level) / 2
     lo, hi = np.quantile(boot, [alpha, 1 - alpha])
     return {"n": n, "mean": mean, "ci_low": float(lo), "ci_high": float(hi)}
@@ -64,8 +65,10 @@ def bootstrap_corpus(compute, data: dict, samples: int, seed: int, level: float 
     undefined is left out of that metric's interval; `n_undefined` counts them."""
     n = int(next(iter(data.values())).shape[0]) if data else 0
     full = compute(data) if n else {}
-    out = {name: {"n": n, "mean": None if v is None else float(v), "ci_low": None, "ci_high": None,
-                  "ci": "bootstrap"} for name, v in full.items()}
+    out = {
+        name: {"n": n, "mean": None if v is None else float(v), "ci_low": None, "ci_high": None, "ci": "bootstrap"}
+        for name, v in full.items()
+    }
     if n < 2 or samples <= 0:
         for st in out.values():
             st["ci_low"] = st["ci_high"] = st["mean"]

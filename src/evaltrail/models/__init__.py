@@ -12,8 +12,11 @@ from pathlib import Path
 from ..config import BACKEND_NEEDS, ModelConfig
 from ..errors import EvaltrailError
 
-SHA256_OF = {"llama_cpp": "weights (the GGUF file)", "hf": "files (each file's sha256, by name)",
-             "openai": "served (the server's identity; no weights)"}
+SHA256_OF = {
+    "llama_cpp": "weights (the GGUF file)",
+    "hf": "files (each file's sha256, by name)",
+    "openai": "served (the server's identity; no weights)",
+}
 """What each backend's model sha256 hashes (model.json's `sha256_of`, and the report's): the client
 cannot verify a served model's weights, only what the server says it serves."""
 
@@ -21,19 +24,23 @@ cannot verify a served model's weights, only what the server says it serves."""
 def _module(cfg: ModelConfig):
     if cfg.backend == "llama_cpp":
         from . import llama_cpp
+
         return llama_cpp
     if cfg.backend == "openai":
         from . import openai
+
         return openai
     if cfg.backend == "hf":
         try:
             from . import hf
         except ImportError as exc:
-            raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: hf needs the optional extra "
-                                 f"(`pip install -e '.[hf]'`): {exc}") from None
+            raise EvaltrailError(
+                f"params.yaml: model.{cfg.name}.backend: hf needs the optional extra (`pip install -e '.[hf]'`): {exc}"
+            ) from None
         return hf
-    raise EvaltrailError(f"params.yaml: model.{cfg.name}.backend: unknown backend {cfg.backend!r}; "
-                         f"valid: {', '.join(BACKEND_NEEDS)}")
+    raise EvaltrailError(
+        f"params.yaml: model.{cfg.name}.backend: unknown backend {cfg.backend!r}; valid: {', '.join(BACKEND_NEEDS)}"
+    )
 
 
 def fetch(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:

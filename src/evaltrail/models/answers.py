@@ -30,14 +30,17 @@ from .cache import RequestCache, cache_key, completion_problem
 from .infer import _CONTENT, _content
 
 # One row per cached answer with its whole key material, JSON canonical.
-ANSWERS_SCHEMA = pa.schema([
-    ("key", pa.string()),            # the request cache key: cache_key(identity, request)
-    ("scenario", pa.string()), ("model", pa.string()),  # the (first) cell that sent the request
-    ("identity", pa.string()),       # the model identity the answer was computed with
-    ("request", pa.string()),        # the request content
-    ("answer", pa.string()),         # the cached answer
-    ("answer_sha256", pa.string()),  # sha256 of `answer`: the key does not cover it
-])
+ANSWERS_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),  # the request cache key: cache_key(identity, request)
+        ("scenario", pa.string()),
+        ("model", pa.string()),  # the (first) cell that sent the request
+        ("identity", pa.string()),  # the model identity the answer was computed with
+        ("request", pa.string()),  # the request content
+        ("answer", pa.string()),  # the cached answer
+        ("answer_sha256", pa.string()),  # sha256 of `answer`: the key does not cover it
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,13 @@ def local_identity(run: RunConfig, model: str) -> dict:
     return model_identity(cfg, read_json(path))
 
 
-def export_answers(run: RunConfig, cache: RequestCache, out: str | Path, scenarios: list[str] | None = None,
-                   models: list[str] | None = None) -> ExportResult:
+def export_answers(
+    run: RunConfig,
+    cache: RequestCache,
+    out: str | Path,
+    scenarios: list[str] | None = None,
+    models: list[str] | None = None,
+) -> ExportResult:
     """Write the cached answers of every scenario x model cell (default: all of params.yaml) to `out`.
 
     Reads the prepared prompts, model.json and the cache, never a model: a request that is not
@@ -112,9 +120,15 @@ def export_answers(run: RunConfig, cache: RequestCache, out: str | Path, scenari
             for key, answer in found.items():
                 if key not in rows:
                     text = canonical_json(answer)
-                    rows[key] = {"key": key, "scenario": scenario, "model": model, "identity": ident,
-                                 "request": canonical_json(requests[key]), "answer": text,
-                                 "answer_sha256": _sha256(text)}
+                    rows[key] = {
+                        "key": key,
+                        "scenario": scenario,
+                        "model": model,
+                        "identity": ident,
+                        "request": canonical_json(requests[key]),
+                        "answer": text,
+                        "answer_sha256": _sha256(text),
+                    }
     write_parquet(out, pa.Table.from_pylist([rows[k] for k in sorted(rows)], schema=ANSWERS_SCHEMA))
     return ExportResult(len(rows), tuple(cells))
 
@@ -132,8 +146,9 @@ def read_answers(path: str | Path) -> pa.Table:
     try:
         table = table.select(ANSWERS_SCHEMA.names).cast(ANSWERS_SCHEMA)
     except pa.ArrowException as exc:
-        raise EvaltrailError(f"{path}: columns of the wrong type ({str(exc).splitlines()[0]}); "
-                             f"not a file of `evaltrail cache export`") from None
+        raise EvaltrailError(
+            f"{path}: columns of the wrong type ({str(exc).splitlines()[0]}); not a file of `evaltrail cache export`"
+        ) from None
     if empty := [n for n in ANSWERS_SCHEMA.names if table.column(n).null_count]:
         raise EvaltrailError(f"{path}: column {empty[0]!r} has empty values; not a file of `evaltrail cache export`")
     if len(set(table.column("key").to_pylist())) < table.num_rows:
@@ -142,8 +157,9 @@ def read_answers(path: str | Path) -> pa.Table:
 
 
 _EDITED = "edited after export ({})"
-_OTHER_IDENTITY = ("computed by another engine/model identity ({}); import them on a machine with that engine "
-                  "or recompute")
+_OTHER_IDENTITY = (
+    "computed by another engine/model identity ({}); import them on a machine with that engine or recompute"
+)
 _NO_IDENTITY = "no local identity of their model to check them against ({})"
 _NOT_A_COMPLETION = "the answer is not a completion ({})"
 
@@ -151,6 +167,7 @@ _NOT_A_COMPLETION = "the answer is not a completion ({})"
 def import_answers(table: pa.Table, run: RunConfig, cache: RequestCache) -> ImportResult:
     """Add the rows of an answers file that are this machine's answers to the cache; keep every
     cached answer; say why each other row was refused."""
+
     @functools.cache
     def identity_of(model: str) -> dict | EvaltrailError:
         try:
@@ -169,10 +186,16 @@ def import_answers(table: pa.Table, run: RunConfig, cache: RequestCache) -> Impo
             refused[reason][detail] += 1
     cached = cache.add_new(accepted, requests)
     conflicts = sum(canonical_json(answer) != canonical_json(accepted[k]) for k, answer in cached.items())
-    return ImportResult(len(accepted) - len(cached), len(cached) - conflicts, conflicts,
-                        tuple(Refusal(_summary(reason, refused[reason]), refused[reason].total())
-                              for reason in (_EDITED, _NO_IDENTITY, _OTHER_IDENTITY, _NOT_A_COMPLETION)
-                              if reason in refused))
+    return ImportResult(
+        len(accepted) - len(cached),
+        len(cached) - conflicts,
+        conflicts,
+        tuple(
+            Refusal(_summary(reason, refused[reason]), refused[reason].total())
+            for reason in (_EDITED, _NO_IDENTITY, _OTHER_IDENTITY, _NOT_A_COMPLETION)
+            if reason in refused
+        ),
+    )
 
 
 class _Refused(Exception):
@@ -214,7 +237,7 @@ def _diff(theirs, ours: dict) -> str:
 
 
 def _excerpt(text: str, start: int, width: int = 32) -> str:
-    return ("…" if start else "") + text[start:start + width] + ("…" if len(text) > start + width else "")
+    return ("…" if start else "") + text[start : start + width] + ("…" if len(text) > start + width else "")
 
 
 def _summary(reason: str, details: Counter) -> str:

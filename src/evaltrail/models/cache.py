@@ -79,9 +79,10 @@ class RequestCache:
 
     def _rows(self, keys: list[str]):
         for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+            chunk = keys[i : i + 500]
             yield from self.conn.execute(
-                f"SELECT key, value, checksum FROM completions WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                f"SELECT key, value, checksum FROM completions WHERE key IN ({','.join('?' * len(chunk))})", chunk
+            )
 
     def _read(self, requests: dict[str, dict | None]) -> tuple[dict[str, dict], dict[str, str]]:
         """The sound answers of the cached keys among `requests` (key -> request content, or None to
@@ -102,8 +103,11 @@ class RequestCache:
         found, problems = self._read(requests)
         if problems:
             reasons = "; ".join(f"{n} {why}" for why, n in Counter(problems.values()).most_common(3))
-            print(f"warning: {self.path}: {len(problems)} cached answer(s) failed their check ({reasons}); "
-                  f"not served (infer recomputes them)", file=sys.stderr)
+            print(
+                f"warning: {self.path}: {len(problems)} cached answer(s) failed their check ({reasons}); "
+                f"not served (infer recomputes them)",
+                file=sys.stderr,
+            )
         return found
 
     def get_many(self, keys: list[str]) -> dict[str, dict]:
@@ -120,8 +124,10 @@ class RequestCache:
                 raise EvaltrailError(f"{self.path}: an answer to store is not a completion ({problem}); not cached")
         with self._guard(), _transaction(self.conn):
             cached, _ = self._read(requests)
-            rows = [(key, value, checksum(key, value))
-                    for key, value in ((k, json.dumps(a)) for k, a in answers.items() if k not in cached)]
+            rows = [
+                (key, value, checksum(key, value))
+                for key, value in ((k, json.dumps(a)) for k, a in answers.items() if k not in cached)
+            ]
             self.conn.executemany("INSERT OR REPLACE INTO completions (key, value, checksum) VALUES (?, ?, ?)", rows)
         return cached
 
@@ -172,8 +178,9 @@ def _adopt(conn: sqlite3.Connection) -> None:
     rows = [(checksum(k, v), k, v) for k, v in legacy if _sound(k, v, None, None)[1] is None]
     if rows:
         with _transaction(conn):  # the value must still be the one checked
-            conn.executemany("UPDATE completions SET checksum = ? WHERE key = ? AND value = ? AND checksum IS NULL",
-                             rows)
+            conn.executemany(
+                "UPDATE completions SET checksum = ? WHERE key = ? AND value = ? AND checksum IS NULL", rows
+            )
 
 
 @contextlib.contextmanager
@@ -192,9 +199,11 @@ def _columns(conn: sqlite3.Connection) -> set[str]:
 
 
 def _unreadable(path: Path, detail: str) -> EvaltrailError:
-    return EvaltrailError(f"{path}: not a readable request cache ({detail}); move it away (mv {path} {path}.broken) "
-                          f"and re-run to recompute its answers, or rebuild it with `evaltrail cache import` of an "
-                          f"`evaltrail cache export` file")
+    return EvaltrailError(
+        f"{path}: not a readable request cache ({detail}); move it away (mv {path} {path}.broken) "
+        f"and re-run to recompute its answers, or rebuild it with `evaltrail cache import` of an "
+        f"`evaltrail cache export` file"
+    )
 
 
 def _sound(key: str, value: str, digest: str | None, request: dict | None) -> tuple[dict | None, str | None]:
@@ -225,8 +234,9 @@ def _checker(typ: pa.DataType):
 
 
 # What run_requests copies from an answer into a completion: every column but the two it adds.
-_FIELDS = {f.name: (f.type, _checker(f.type)) for f in COMPLETIONS_SCHEMA
-           if f.name not in ("request_id", "model_sha256")}
+_FIELDS = {
+    f.name: (f.type, _checker(f.type)) for f in COMPLETIONS_SCHEMA if f.name not in ("request_id", "model_sha256")
+}
 _OPTIONAL = {"rendered_prompt"}  # rolling loglikelihood answers have none
 _NULLABLE = {"text", "is_greedy", "rendered_prompt"}  # no generation, no greedy check, no chat template
 

@@ -52,9 +52,10 @@ def _bounded_filter(name: str, fn):
             i += 1
         if name == "format" and i < len(args):
             _format(args[i])
-        for value in (*args[i + 1:], *kwargs.values()):  # its arguments: counts, widths
+        for value in (*args[i + 1 :], *kwargs.values()):  # its arguments: counts, widths
             _count(value)
         return fn(*args, **kwargs)
+
     return checked
 
 
@@ -119,9 +120,11 @@ class BoundedTemplate:
         return "".join(out)
 
     def _error(self, exc: _Limit) -> EvaltrailError:
-        return EvaltrailError(f"{self.where}: the GGUF's tokenizer.chat_template {exc.args[0]} rendering one prompt; "
-                              f"the template (data from the weights file) is broken or hostile: set chat_template: "
-                              f"false or use other weights")
+        return EvaltrailError(
+            f"{self.where}: the GGUF's tokenizer.chat_template {exc.args[0]} rendering one prompt; "
+            f"the template (data from the weights file) is broken or hostile: set chat_template: "
+            f"false or use other weights"
+        )
 
 
 def _size(value) -> int:

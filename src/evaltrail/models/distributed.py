@@ -37,11 +37,12 @@ def cut(items: list, slots: int) -> list[list]:
     """Consecutive chunks of the sorted requests (shared prompt prefixes stay together): at least
     CHUNKS_PER_WORKER per worker slot, at most MAX_CHUNK requests each."""
     size = max(1, min(MAX_CHUNK, math.ceil(len(items) / (slots * CHUNKS_PER_WORKER))))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Callable, engine_dir: str,
-                  expected: dict) -> list:
+def _answer_chunk(
+    cfg: ModelConfig, weights, sha256: str, items: list, call: Callable, engine_dir: str, expected: dict
+) -> list:
     """Runs inside a Ray worker: check its engine, materialize the weights once per node, answer the chunk."""
     from .. import engine
     from . import load_backend
@@ -49,8 +50,10 @@ def _answer_chunk(cfg: ModelConfig, weights, sha256: str, items: list, call: Cal
     os.environ[engine.ENGINE_ENV] = engine_dir
     here = engine.identity() if (Path(engine_dir) / engine.INFO).is_file() else None
     if here != expected:  # another build rounds differently: the answers would not be the local run's
-        raise EvaltrailError(f"{ADDRESS_ENV}: a Ray worker's llama.cpp engine at {engine_dir} is {here}, the stage's "
-                             f"is {expected}; run `dvc repro build_engine` in the same checkout path on every node")
+        raise EvaltrailError(
+            f"{ADDRESS_ENV}: a Ray worker's llama.cpp engine at {engine_dir} is {here}, the stage's "
+            f"is {expected}; run `dvc repro build_engine` in the same checkout path on every node"
+        )
 
     path = Path(tempfile.gettempdir()) / "evaltrail-ray" / f"{sha256}.gguf"
     if not path.is_file():
@@ -70,16 +73,20 @@ class RayShards:
 
     def __init__(self, cfg: ModelConfig, weights: Path, sha256: str, address: str):
         if cfg.backend != "llama_cpp":
-            raise EvaltrailError(f"{ADDRESS_ENV}: only embedded models are sharded over Ray; model.{cfg.name} is "
-                                 f"{cfg.backend} (its server scales on its own; raise server.concurrency)")
+            raise EvaltrailError(
+                f"{ADDRESS_ENV}: only embedded models are sharded over Ray; model.{cfg.name} is "
+                f"{cfg.backend} (its server scales on its own; raise server.concurrency)"
+            )
         import ray
 
         self.cfg, self.weights, self.sha256 = cfg, weights, sha256
         try:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
         except Exception as exc:  # ConnectionError and Ray's own
-            raise EvaltrailError(f"{ADDRESS_ENV}={address}: cannot join the Ray cluster ({exc}); start one with "
-                                 f"`ray start --head` or unset it to run locally") from None
+            raise EvaltrailError(
+                f"{ADDRESS_ENV}={address}: cannot join the Ray cluster ({exc}); start one with "
+                f"`ray start --head` or unset it to run locally"
+            ) from None
         self.threads = cfg.n_threads or 1
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
 

@@ -16,10 +16,13 @@ _CONTENT = ["method", "prompt", "continuation", "max_tokens", "stop"]
 
 
 def _content(row) -> dict:
-    return {"method": row.method, "prompt": row.prompt,
-            "continuation": None if pd.isna(row.continuation) else row.continuation,
-            "max_tokens": None if pd.isna(row.max_tokens) else int(row.max_tokens),
-            "stop": list(row.stop)}
+    return {
+        "method": row.method,
+        "prompt": row.prompt,
+        "continuation": None if pd.isna(row.continuation) else row.continuation,
+        "max_tokens": None if pd.isna(row.max_tokens) else int(row.max_tokens),
+        "stop": list(row.stop),
+    }
 
 
 def _call(backend, c: dict) -> dict:
@@ -46,8 +49,9 @@ def _valid_text(answer: dict) -> dict:
     return answer
 
 
-def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
-                 load: Callable[[], object], desc: str = "infer") -> tuple[pa.Table, int]:
+def run_requests(
+    prompts: pd.DataFrame, identity: dict, cache: RequestCache, load: Callable[[], object], desc: str = "infer"
+) -> tuple[pa.Table, int]:
     """Completions in the prompts' row order, and how many were computed now (not cached).
 
     The model is loaded only if something is missing; missing requests (and cached rows that fail
@@ -58,20 +62,30 @@ def run_requests(prompts: pd.DataFrame, identity: dict, cache: RequestCache,
     keys = [cache_key(identity, c) for c in contents]
     requests = dict(zip(keys, contents))
     done = cache.serve(requests)
-    todo = sorted(((k, c) for k, c in requests.items() if k not in done),
-                  key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]))
+    todo = sorted(
+        ((k, c) for k, c in requests.items() if k not in done),
+        key=lambda kc: (kc[1]["prompt"], kc[1]["continuation"] or "", kc[0]),
+    )
     if todo:
         backend = load()
         # a served backend runs several at once and yields them as they finish; each is cached
         # (committed) the moment it arrives, by this thread alone
-        answers = (backend.map_requests(todo, _call) if hasattr(backend, "map_requests")
-                   else ((key, _call(backend, content)) for key, content in todo))
+        answers = (
+            backend.map_requests(todo, _call)
+            if hasattr(backend, "map_requests")
+            else ((key, _call(backend, content)) for key, content in todo)
+        )
         for key, answer in tqdm(answers, total=len(todo), desc=desc, unit="req", mininterval=1.0):
             # the stored answer, not ours, when another run sharing the cache stored its own first
             done[key] = cache.put(key, _valid_text(answer), requests[key])
     rows = []
     for rid, key in zip(prompts["request_id"], keys):
         c = done[key]
-        rows.append({"request_id": rid, **{k: c[k] for k in COMPLETIONS_SCHEMA.names if k in c},
-                     "model_sha256": identity["sha256"]})
+        rows.append(
+            {
+                "request_id": rid,
+                **{k: c[k] for k in COMPLETIONS_SCHEMA.names if k in c},
+                "model_sha256": identity["sha256"],
+            }
+        )
     return pa.Table.from_pylist(rows, schema=COMPLETIONS_SCHEMA), len(todo)

@@ -22,7 +22,6 @@ from ..config import ModelConfig
 from ..errors import EvaltrailError
 from .packing import Job, common_prefix, plan
 
-
 _POOL = None
 
 
@@ -73,6 +72,7 @@ SLACK = 32
 every cell costs each later query row a mask test in flash attention, and a rebuild only copies
 the prefix (5-shot MMLU, SmolLM2, 120 requests: 183 evaluated tok/s at 32, 145 at 512)."""
 
+
 def cpu_kernels() -> str:
     """The instruction sets the loaded llama.cpp build computes with, as it prints them
     ("CPU : AVX2 = 1 | ..."): a measurement beside the results; the engine's identity pins them."""
@@ -84,8 +84,14 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
 
     The engine (llama.cpp build: version, kernel profile, library sha256) is part of it: two
     builds round differently, so their answers never share a cache entry."""
-    ident = {"backend": "llama_cpp", "revision": REVISION, "sha256": sha256, "engine": engine.identity(),
-             "n_ctx": cfg.n_ctx, "pack": PACK}
+    ident = {
+        "backend": "llama_cpp",
+        "revision": REVISION,
+        "sha256": sha256,
+        "engine": engine.identity(),
+        "n_ctx": cfg.n_ctx,
+        "pack": PACK,
+    }
     # the template itself is inside the weights (pinned by sha256); only whether it is used varies
     if cfg.chat_template:
         ident["chat_template"] = True
@@ -112,8 +118,7 @@ class PackedScorer:
       rows left over from blocks of 4, with other kernels).
     """
 
-    def __init__(self, lib, model, n_vocab: int, n_ctx: int, threads: int, size: int = PACK,
-                 slack: int = SLACK):
+    def __init__(self, lib, model, n_vocab: int, n_ctx: int, threads: int, size: int = PACK, slack: int = SLACK):
         self.lib, self.n_vocab, self.size, self.slack, self.threads = lib, n_vocab, size, slack, threads
         self.n_seq = size + 4  # live jobs in a batch <= size + 1 (the kept one); filler; retired
         self.filler, self.retired = self.n_seq - 2, self.n_seq - 1
@@ -209,12 +214,17 @@ class PackedScorer:
                     if j not in seq:
                         seq[j] = free.pop()
                 evaluated[s.job] = evaluated.get(s.job, 0) + 1
-            out, block = self._decode([(s.token, s.pos, [seq[j] for j in s.seqs], s.logits) for s in b.slots],
-                                      self.size)
+            out, block = self._decode(
+                [(s.token, s.pos, [seq[j] for j in s.seqs], s.logits) for s in b.slots], self.size
+            )
             if out:
                 real = [k < len(b.slots) and b.slots[k].logits for k in out]
-                targets = [jobs[b.slots[k].job].tokens[b.slots[k].pos + 1] if r and b.slots[k].pos + 1 <
-                           len(jobs[b.slots[k].job].tokens) else -1 for k, r in zip(out, real)]
+                targets = [
+                    jobs[b.slots[k].job].tokens[b.slots[k].pos + 1]
+                    if r and b.slots[k].pos + 1 < len(jobs[b.slots[k].job].tokens)
+                    else -1
+                    for k, r in zip(out, real)
+                ]
                 lp, g, top = _log_softmax_at(block, targets, self.threads)
                 for k, r, x, y, t in zip(out, real, lp, g, top):
                     if r:
@@ -226,8 +236,14 @@ class PackedScorer:
             for s in b.slots:
                 seconds[s.job] = seconds.get(s.job, 0.0) + share
             for j in b.finished:
-                yield (j, np.asarray(lps.pop(j, [])), np.asarray(greedy.pop(j, []), bool), evaluated.pop(j, 0),
-                       seconds.pop(j, 0.0), tops.pop(j, []))
+                yield (
+                    j,
+                    np.asarray(lps.pop(j, [])),
+                    np.asarray(greedy.pop(j, []), bool),
+                    evaluated.pop(j, 0),
+                    seconds.pop(j, 0.0),
+                    tops.pop(j, []),
+                )
             if keep:
                 continue
             for j in b.release:
@@ -246,9 +262,16 @@ class LlamaCppBackend:
         self.cores = cores.Reservation(cfg.n_threads)  # never more threads than free cores
         threads = self.threads = self.cores.threads
         llama_cpp_lib = self.lib = engine.load()
-        self.llm = llama_cpp_lib.Llama(model_path=str(weights), n_ctx=cfg.n_ctx, n_batch=cfg.n_batch,
-                                       n_threads=threads, n_threads_batch=threads, logits_all=False,
-                                       seed=0, verbose=False)
+        self.llm = llama_cpp_lib.Llama(
+            model_path=str(weights),
+            n_ctx=cfg.n_ctx,
+            n_batch=cfg.n_batch,
+            n_threads=threads,
+            n_threads_batch=threads,
+            logits_all=False,
+            seed=0,
+            verbose=False,
+        )
         self.n_vocab = self.llm.n_vocab()
         self.eos = self.llm.token_eos()
         self.template = self._chat_template() if cfg.chat_template else None
@@ -261,8 +284,10 @@ class LlamaCppBackend:
 
         source = self.llm.metadata.get("tokenizer.chat_template")
         if not source:
-            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.chat_template: the GGUF has no "
-                                 f"tokenizer.chat_template; set it to false")
+            raise EvaltrailError(
+                f"params.yaml: model.{self.cfg.name}.chat_template: the GGUF has no "
+                f"tokenizer.chat_template; set it to false"
+            )
         return BoundedTemplate(source, f"params.yaml: model.{self.cfg.name}.chat_template")
 
     def render(self, prompt: str) -> str | None:
@@ -270,8 +295,12 @@ class LlamaCppBackend:
         if self.template is None:
             return None
         special = lambda tok: self.llm.detokenize([tok], special=True).decode("utf-8", errors="replace")  # noqa: E731
-        return self.template.render(messages=[{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                    bos_token=special(self.llm.token_bos()), eos_token=special(self.eos))
+        return self.template.render(
+            messages=[{"role": "user", "content": prompt}],
+            add_generation_prompt=True,
+            bos_token=special(self.llm.token_bos()),
+            eos_token=special(self.eos),
+        )
 
     def _tokens(self, text: str, bos: bool = True, special: bool = False) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
@@ -283,8 +312,10 @@ class LlamaCppBackend:
         own text survives; infer reports every truncated request."""
         keep = self.cfg.n_ctx - room
         if keep < 1:
-            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a request's "
-                                 f"{room} scored/generated tokens plus any prompt; raise it")
+            raise EvaltrailError(
+                f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a request's "
+                f"{room} scored/generated tokens plus any prompt; raise it"
+            )
         return (tokens[-keep:], len(tokens) - keep) if len(tokens) > keep else (tokens, 0)
 
     def _packed(self) -> PackedScorer:
@@ -299,26 +330,40 @@ class LlamaCppBackend:
         prompt = prompt if rendered is None else rendered
         # A context's trailing spaces belong to the continuation, as lm-evaluation-harness does.
         stripped = prompt.rstrip(" ")
-        continuation = prompt[len(stripped):] + continuation
+        continuation = prompt[len(stripped) :] + continuation
         ctx = self._tokens(stripped, special=special)
         whole = self._tokens(stripped + continuation, special=special)
         if whole[: len(ctx)] != ctx:  # tokenizer merged across the boundary: score separately
             whole = ctx + self._tokens(continuation, bos=False)
         n_cont = len(whole) - len(ctx)
         if n_cont >= self.cfg.n_ctx:  # the continuation must fit whole (after at least one context token)
-            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a "
-                                 f"{n_cont}-token continuation plus its context; raise it")
+            raise EvaltrailError(
+                f"params.yaml: model.{self.cfg.name}.n_ctx={self.cfg.n_ctx} cannot hold a "
+                f"{n_cont}-token continuation plus its context; raise it"
+            )
         whole, dropped = self._fit(whole, 0)
         start = len(whole) - n_cont
-        return (Job(tuple(whole), start - 1, len(whole) - 1),
-                {"text": None, "num_prompt_tokens": start, "num_output_tokens": n_cont,
-                 "truncated_tokens": dropped, "rendered_prompt": rendered})
+        return (
+            Job(tuple(whole), start - 1, len(whole) - 1),
+            {
+                "text": None,
+                "num_prompt_tokens": start,
+                "num_output_tokens": n_cont,
+                "truncated_tokens": dropped,
+                "rendered_prompt": rendered,
+            },
+        )
 
     @staticmethod
     def _ll_answer(fields: dict, lps, greedy, evaluated: int, seconds: float) -> dict:
-        return {**fields, "logprob": float(lps.sum()), "is_greedy": bool(greedy.all()),
-                "token_logprobs": [float(x) for x in lps], "num_evaluated_tokens": evaluated,
-                "runtime_s": seconds}
+        return {
+            **fields,
+            "logprob": float(lps.sum()),
+            "is_greedy": bool(greedy.all()),
+            "token_logprobs": [float(x) for x in lps],
+            "num_evaluated_tokens": evaluated,
+            "runtime_s": seconds,
+        }
 
     def loglikelihood_many(self, items: list[tuple[str, str]]):
         """Yield (index into items, answer) for (prompt, continuation) pairs as they finish,
@@ -331,20 +376,35 @@ class LlamaCppBackend:
         jobs = [self._ll_job(p, c) for p, c in lls]
         for prompt, max_tokens, _ in gens:
             tokens, dropped, rendered = self._gen_prep(prompt, max_tokens or 0)
-            jobs.append((Job(tuple(tokens), len(tokens) - 1, len(tokens)),
-                         {"num_prompt_tokens": len(tokens), "truncated_tokens": dropped, "rendered_prompt": rendered}))
+            jobs.append(
+                (
+                    Job(tuple(tokens), len(tokens) - 1, len(tokens)),
+                    {"num_prompt_tokens": len(tokens), "truncated_tokens": dropped, "rendered_prompt": rendered},
+                )
+            )
         order = sorted(range(len(jobs)), key=lambda i: jobs[i][0].tokens)
-        for k, lps, greedy, evaluated, seconds, tops in self._packed().run([jobs[i][0] for i in order],
-                                                                           self.cfg.prefix_reuse):
+        for k, lps, greedy, evaluated, seconds, tops in self._packed().run(
+            [jobs[i][0] for i in order], self.cfg.prefix_reuse
+        ):
             i = order[k]
             if i < len(lls):
                 yield i, self._ll_answer(jobs[i][1], lps, greedy, evaluated, seconds)
                 continue
             st = self._new_generation()
             self._step(st, int(tops[0]), float(lps[0]), *gens[i - len(lls)][1:])
-            yield i, {**jobs[i][1], "text": st["text"], "logprob": float(sum(st["lps"])), "is_greedy": True,
-                      "token_logprobs": st["lps"], "num_output_tokens": len(st["out"]),
-                      "num_evaluated_tokens": evaluated, "runtime_s": seconds}
+            yield (
+                i,
+                {
+                    **jobs[i][1],
+                    "text": st["text"],
+                    "logprob": float(sum(st["lps"])),
+                    "is_greedy": True,
+                    "token_logprobs": st["lps"],
+                    "num_output_tokens": len(st["out"]),
+                    "num_evaluated_tokens": evaluated,
+                    "runtime_s": seconds,
+                },
+            )
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
         return next(self.loglikelihood_many([(prompt, continuation)]))[1]
@@ -355,8 +415,10 @@ class LlamaCppBackend:
         parallel, rolling loglikelihoods one by one."""
         ll = [(key, c) for key, c in items if c["method"] == "loglikelihood"]
         one = [(key, c) for key, c in items if c["method"] == "generate" and (c["max_tokens"] or 0) <= 1]
-        for i, answer in self._score_many([(c["prompt"], c["continuation"]) for _, c in ll],
-                                          [(c["prompt"], c["max_tokens"], c["stop"]) for _, c in one]):
+        for i, answer in self._score_many(
+            [(c["prompt"], c["continuation"]) for _, c in ll],
+            [(c["prompt"], c["max_tokens"], c["stop"]) for _, c in one],
+        ):
             yield (ll[i] if i < len(ll) else one[i - len(ll)])[0], answer
         gen = [(key, c) for key, c in items if c["method"] == "generate" and (c["max_tokens"] or 0) > 1]
         for i, answer in self.generate_many([(c["prompt"], c["max_tokens"], c["stop"]) for _, c in gen]):
@@ -377,14 +439,21 @@ class LlamaCppBackend:
         width = self.cfg.n_ctx - 1
         jobs = []
         for start in range(0, len(tokens), width):
-            window = [prev if start == 0 else tokens[start - 1]] + tokens[start:start + width]
+            window = [prev if start == 0 else tokens[start - 1]] + tokens[start : start + width]
             jobs.append(Job(tuple(window), 0, len(window) - 1))
         got = {k: (lps, n) for k, lps, _, n, *_ in self._packed().run(jobs, self.cfg.prefix_reuse)}
         lps = [float(x) for k in range(len(jobs)) for x in got[k][0]]
-        return {"text": None, "logprob": float(sum(lps)), "is_greedy": None, "token_logprobs": lps,
-                "num_prompt_tokens": 0, "num_output_tokens": len(tokens),
-                "num_evaluated_tokens": sum(n for _, n in got.values()),
-                "truncated_tokens": 0, "runtime_s": time.perf_counter() - t0}
+        return {
+            "text": None,
+            "logprob": float(sum(lps)),
+            "is_greedy": None,
+            "token_logprobs": lps,
+            "num_prompt_tokens": 0,
+            "num_output_tokens": len(tokens),
+            "num_evaluated_tokens": sum(n for _, n in got.values()),
+            "truncated_tokens": 0,
+            "runtime_s": time.perf_counter() - t0,
+        }
 
     def _gen_prep(self, prompt: str, max_tokens: int) -> tuple[list[int], int, str | None]:
         rendered = self.render(prompt)
@@ -444,8 +513,10 @@ class LlamaCppBackend:
             state[k] = {**self._new_generation(), "evaluated": evaluated}
             step(k, int(tops[0]), float(lps[0]))
         while active := [k for k in range(len(jobs)) if not state[k]["done"]]:
-            entries = [(state[k]["out"][-1], len(jobs[k].tokens) + len(state[k]["out"]) - 1, [packer.seq[k]], True)
-                       for k in active]
+            entries = [
+                (state[k]["out"][-1], len(jobs[k].tokens) + len(state[k]["out"]) - 1, [packer.seq[k]], True)
+                for k in active
+            ]
             out, block = packer._decode(entries, 0)  # as few filler tokens as the shape rules allow
             lp, _, top = _log_softmax_at(block, [-1] * len(out), self.threads)
             for k, x, t in zip(active, lp, top):  # active tokens come first, in order
@@ -454,10 +525,21 @@ class LlamaCppBackend:
         seconds = (time.perf_counter() - t0) / len(wave)
         for k, i in enumerate(wave):
             st, (tokens, dropped, rendered) = state[k], prep[i]
-            yield i, {"text": st["text"], "logprob": float(sum(st["lps"])), "is_greedy": True,
-                      "token_logprobs": st["lps"], "num_prompt_tokens": len(tokens),
-                      "num_output_tokens": len(st["out"]), "num_evaluated_tokens": st["evaluated"],
-                      "truncated_tokens": dropped, "rendered_prompt": rendered, "runtime_s": seconds}
+            yield (
+                i,
+                {
+                    "text": st["text"],
+                    "logprob": float(sum(st["lps"])),
+                    "is_greedy": True,
+                    "token_logprobs": st["lps"],
+                    "num_prompt_tokens": len(tokens),
+                    "num_output_tokens": len(st["out"]),
+                    "num_evaluated_tokens": st["evaluated"],
+                    "truncated_tokens": dropped,
+                    "rendered_prompt": rendered,
+                    "runtime_s": seconds,
+                },
+            )
 
     def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
         return next(self.generate_many([(prompt, max_tokens, stop)]))[1]

@@ -46,16 +46,24 @@ class ServerClient:
         headers = {}
         if self.server.api_key_env:
             if _looks_like_a_key(self.server.api_key_env):  # never echoed: it may be the secret itself
-                raise EvaltrailError(f"{where}.api_key_env: looks like an API key, not an environment variable "
-                                     f"NAME; put the key in an environment variable and name that variable here")
+                raise EvaltrailError(
+                    f"{where}.api_key_env: looks like an API key, not an environment variable "
+                    f"NAME; put the key in an environment variable and name that variable here"
+                )
             key = os.environ.get(self.server.api_key_env)
             if not key:
-                raise EvaltrailError(f"{where}.api_key_env: environment variable {self.server.api_key_env} is not "
-                                     f"set; export it (the key is never read from a file)")
+                raise EvaltrailError(
+                    f"{where}.api_key_env: environment variable {self.server.api_key_env} is not "
+                    f"set; export it (the key is never read from a file)"
+                )
             headers["Authorization"] = f"Bearer {key}"
         self.url = self.server.base_url.rstrip("/")
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=self.server.timeout_s,
-                                 limits=httpx.Limits(max_connections=max(1, self.server.concurrency)))
+        self.http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=self.server.timeout_s,
+            limits=httpx.Limits(max_connections=max(1, self.server.concurrency)),
+        )
 
     def _once(self, method: str, path: str, payload: dict | None) -> dict:
         try:
@@ -65,8 +73,9 @@ class ServerClient:
         if resp.status_code == 429 or resp.status_code >= 500:
             raise Transient(f"HTTP {resp.status_code}")
         if resp.status_code >= 400:
-            raise EvaltrailError(f"{self.where}: {shown_uri(self.url)}{path} answered HTTP {resp.status_code}: "
-                                 f"{resp.text[:300]!r}")
+            raise EvaltrailError(
+                f"{self.where}: {shown_uri(self.url)}{path} answered HTTP {resp.status_code}: {resp.text[:300]!r}"
+            )
         try:
             return resp.json()
         except json.JSONDecodeError as exc:  # a truncated body
@@ -75,21 +84,27 @@ class ServerClient:
     def call(self, method: str, path: str, payload: dict | None = None, check=None) -> dict:
         """One request, retried while transient; `check(body)` may raise Transient for a body that is
         well-formed JSON but cut short (missing fields)."""
+
         def attempt() -> dict:
             body = self._once(method, path, payload)
             if check:
                 check(body)
             return body
 
-        retrying = Retrying(stop=stop_after_attempt(self.server.max_retries + 1),
-                            wait=wait_random_exponential(multiplier=0.2, max=10),
-                            retry=retry_if_exception(lambda e: isinstance(e, Transient)), reraise=True)
+        retrying = Retrying(
+            stop=stop_after_attempt(self.server.max_retries + 1),
+            wait=wait_random_exponential(multiplier=0.2, max=10),
+            retry=retry_if_exception(lambda e: isinstance(e, Transient)),
+            reraise=True,
+        )
         try:
             return retrying(attempt)
         except Transient as exc:
-            raise EvaltrailError(f"{self.where}: {shown_uri(self.url)}{path} still failing after "
-                                 f"{self.server.max_retries} retries ({exc}); finished requests are cached, "
-                                 f"re-run `dvc repro` to resume") from None
+            raise EvaltrailError(
+                f"{self.where}: {shown_uri(self.url)}{path} still failing after "
+                f"{self.server.max_retries} retries ({exc}); finished requests are cached, "
+                f"re-run `dvc repro` to resume"
+            ) from None
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -110,13 +125,21 @@ def probe(cfg: ModelConfig) -> dict:
     listing = client.call("GET", "/models").get("data") or []
     ids = [m.get("id") for m in listing]
     if client.server.model not in ids:
-        raise EvaltrailError(f"{client.where}.model: {client.server.model!r} is not served at "
-                             f"{shown_uri(client.url)}; it serves: {', '.join(map(str, ids)) or '(nothing)'}")
+        raise EvaltrailError(
+            f"{client.where}.model: {client.server.model!r} is not served at "
+            f"{shown_uri(client.url)}; it serves: {', '.join(map(str, ids)) or '(nothing)'}"
+        )
     entry = next(m for m in listing if m.get("id") == client.server.model)
     # what names the model; volatile fields (created: often the server's clock) are left out
     served = {k: entry[k] for k in ("id", "owned_by", "root", "parent") if entry.get(k) is not None}
-    return {"name": cfg.name, "backend": "openai", "base_url": shown_uri(client.url), "served": served,
-            "sha256": stable_id(served, length=64), "sha256_of": SHA256_OF["openai"]}
+    return {
+        "name": cfg.name,
+        "backend": "openai",
+        "base_url": shown_uri(client.url),
+        "served": served,
+        "sha256": stable_id(served, length=64),
+        "sha256_of": SHA256_OF["openai"],
+    }
 
 
 def identity(cfg: ModelConfig, info: dict) -> dict:
@@ -147,21 +170,25 @@ class OpenAIBackend:
         self.model = self.client.server.model
 
     def _post(self, path: str, payload: dict) -> dict:
-        body = self.client.call("POST", path, {**self.client.server.extra_body, "model": self.model, **payload},
-                                check=_has_choice)
+        body = self.client.call(
+            "POST", path, {**self.client.server.extra_body, "model": self.model, **payload}, check=_has_choice
+        )
         served = body.get("model")
         if served is not None and served != self.info["served"]["id"]:
-            raise EvaltrailError(f"{self.client.where}: the server now answers as {served!r}, but "
-                                 f"models/{self.cfg.name}/model.json recorded {self.info['served']['id']!r}; "
-                                 f"run `dvc repro fetch_model@{self.cfg.name}`")
+            raise EvaltrailError(
+                f"{self.client.where}: the server now answers as {served!r}, but "
+                f"models/{self.cfg.name}/model.json recorded {self.info['served']['id']!r}; "
+                f"run `dvc repro fetch_model@{self.cfg.name}`"
+            )
         return body
 
     def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
         t0 = time.perf_counter()
         common = {"max_tokens": max_tokens, "temperature": 0.0, "stop": [s for s in stop if s] or None}
         if self.cfg.chat_template:
-            body = self._post("/chat/completions", {**common, "messages": [{"role": "user", "content": prompt}],
-                                                     "logprobs": True})
+            body = self._post(
+                "/chat/completions", {**common, "messages": [{"role": "user", "content": prompt}], "logprobs": True}
+            )
             choice = body["choices"][0]
             text = (choice.get("message") or {}).get("content") or ""
             lps = [c["logprob"] for c in ((choice.get("logprobs") or {}).get("content") or [])]
@@ -172,26 +199,39 @@ class OpenAIBackend:
             lps = [x for x in ((choice.get("logprobs") or {}).get("token_logprobs") or []) if x is not None]
         usage = body.get("usage") or {}
         n_prompt = int(usage.get("prompt_tokens") or 0)
-        return {"text": text, "logprob": float(sum(lps)), "is_greedy": True, "token_logprobs": [float(x) for x in lps],
-                "num_prompt_tokens": n_prompt, "num_output_tokens": int(usage.get("completion_tokens") or len(lps)),
-                "num_evaluated_tokens": n_prompt, "truncated_tokens": 0, "rendered_prompt": None,
-                "runtime_s": time.perf_counter() - t0}
+        return {
+            "text": text,
+            "logprob": float(sum(lps)),
+            "is_greedy": True,
+            "token_logprobs": [float(x) for x in lps],
+            "num_prompt_tokens": n_prompt,
+            "num_output_tokens": int(usage.get("completion_tokens") or len(lps)),
+            "num_evaluated_tokens": n_prompt,
+            "truncated_tokens": 0,
+            "rendered_prompt": None,
+            "runtime_s": time.perf_counter() - t0,
+        }
 
     def loglikelihood(self, prompt: str, continuation: str) -> dict:
         if self.cfg.chat_template:
-            raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.chat_template: chat endpoints return no "
-                                 f"prompt logprobs; set it to false for loglikelihood scenarios")
+            raise EvaltrailError(
+                f"params.yaml: model.{self.cfg.name}.chat_template: chat endpoints return no "
+                f"prompt logprobs; set it to false for loglikelihood scenarios"
+            )
         t0 = time.perf_counter()
         stripped = prompt.rstrip(" ")  # a context's trailing spaces belong to the continuation, as in llama_cpp
-        full = stripped + prompt[len(stripped):] + continuation
-        body = self._post("/completions", {"prompt": full, "max_tokens": 1, "temperature": 0.0, "echo": True,
-                                           "logprobs": 1})
+        full = stripped + prompt[len(stripped) :] + continuation
+        body = self._post(
+            "/completions", {"prompt": full, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 1}
+        )
         lp = body["choices"][0].get("logprobs") or {}
         offsets, token_lps, tops = lp.get("text_offset"), lp.get("token_logprobs"), lp.get("top_logprobs")
         if not offsets or token_lps is None:
-            raise EvaltrailError(f"{self.client.where}: {shown_uri(self.client.url)} returned no prompt logprobs "
-                                 f"(`echo` + `logprobs`); loglikelihood scenarios need a server that does "
-                                 f"(llama.cpp's server: --logits_all true; vLLM: yes)")
+            raise EvaltrailError(
+                f"{self.client.where}: {shown_uri(self.client.url)} returned no prompt logprobs "
+                f"(`echo` + `logprobs`); loglikelihood scenarios need a server that does "
+                f"(llama.cpp's server: --logits_all true; vLLM: yes)"
+            )
         # continuation tokens: those starting inside it; the one generated token starts past the end
         idx = [i for i, off in enumerate(offsets) if len(stripped) <= off < len(full)]
         picked = [token_lps[i] for i in idx]
@@ -199,15 +239,25 @@ class OpenAIBackend:
             raise EvaltrailError(f"{self.client.where}: no prompt logprobs for the continuation {continuation!r}")
         greedy = all(tops and tops[i] and token_lps[i] >= max(tops[i].values()) - 1e-6 for i in idx)
         n_prompt = int((body.get("usage") or {}).get("prompt_tokens") or len(offsets))
-        return {"text": None, "logprob": float(sum(picked)), "is_greedy": bool(greedy),
-                "token_logprobs": [float(x) for x in picked], "num_prompt_tokens": n_prompt - len(idx),
-                "num_output_tokens": len(idx), "num_evaluated_tokens": n_prompt, "truncated_tokens": 0,
-                "rendered_prompt": None, "runtime_s": time.perf_counter() - t0}
+        return {
+            "text": None,
+            "logprob": float(sum(picked)),
+            "is_greedy": bool(greedy),
+            "token_logprobs": [float(x) for x in picked],
+            "num_prompt_tokens": n_prompt - len(idx),
+            "num_output_tokens": len(idx),
+            "num_evaluated_tokens": n_prompt,
+            "truncated_tokens": 0,
+            "rendered_prompt": None,
+            "runtime_s": time.perf_counter() - t0,
+        }
 
     def loglikelihood_rolling(self, text: str) -> dict:
-        raise EvaltrailError(f"params.yaml: model.{self.cfg.name}.backend: openai cannot score whole documents "
-                             f"(loglikelihood_rolling needs the first token's logprob, which echo omits); use an "
-                             f"embedded backend for language-modeling scenarios")
+        raise EvaltrailError(
+            f"params.yaml: model.{self.cfg.name}.backend: openai cannot score whole documents "
+            f"(loglikelihood_rolling needs the first token's logprob, which echo omits); use an "
+            f"embedded backend for language-modeling scenarios"
+        )
 
     def map_requests(self, items: list[tuple[str, dict]], call) -> Iterator[tuple[str, dict]]:
         """(key, result) as requests finish, `concurrency` in flight; the first permanent failure

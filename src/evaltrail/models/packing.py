@@ -31,8 +31,10 @@ class Job:
 
     def __post_init__(self):
         if not 0 <= self.first_row < self.decode <= len(self.tokens):
-            raise ValueError(f"Job: need 0 <= first_row ({self.first_row}) < decode ({self.decode}) "
-                             f"<= len(tokens) ({len(self.tokens)})")
+            raise ValueError(
+                f"Job: need 0 <= first_row ({self.first_row}) < decode ({self.decode}) "
+                f"<= len(tokens) ({len(self.tokens)})"
+            )
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,14 @@ def materialize(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:
         raise EvaltrailError(f"{where}: needs 'sha256' and a non-empty 'parts' list")
     with atomic_dir(model_dir) as tmp:
         assemble(list(w["parts"]), tmp / WEIGHTS, w["sha256"], cache_dir, where)
-        info = {"name": cfg.name, "backend": cfg.backend, "sha256": w["sha256"],
-                "bytes": os.path.getsize(tmp / WEIGHTS), "license": w.get("license"), "parts": list(w["parts"])}
+        info = {
+            "name": cfg.name,
+            "backend": cfg.backend,
+            "sha256": w["sha256"],
+            "bytes": os.path.getsize(tmp / WEIGHTS),
+            "license": w.get("license"),
+            "parts": list(w["parts"]),
+        }
         write_json(tmp / INFO, info)
     return info
 
@@ -37,8 +43,10 @@ def verified_weights(cfg: ModelConfig, path: Path, info: dict) -> str:
     """The weights' sha256, after checking the file on disk against the pin."""
     expected = (cfg.weights or {}).get("sha256")
     if info.get("sha256") != expected:
-        raise EvaltrailError(f"{path}: built for sha256 {info.get('sha256')}, but params.yaml pins "
-                             f"{expected}; run `dvc repro fetch_model@{cfg.name}`")
+        raise EvaltrailError(
+            f"{path}: built for sha256 {info.get('sha256')}, but params.yaml pins "
+            f"{expected}; run `dvc repro fetch_model@{cfg.name}`"
+        )
     if not Path(path).is_file():
         raise EvaltrailError(f"{path}: missing; run `dvc repro fetch_model@{cfg.name}`")
     return verify(path, expected, str(path))

@@ -58,8 +58,7 @@ def match_case(source: str, target: str) -> str:
     return target
 
 
-def alternation(words: Iterable[str], left: str = r"(?<!\w)", right: str = r"(?!\w)",
-                flags: int = 0) -> re.Pattern:
+def alternation(words: Iterable[str], left: str = r"(?<!\w)", right: str = r"(?!\w)", flags: int = 0) -> re.Pattern:
     """One regex matching any of `words` as a whole word, the longest word winning.
 
     Longest first, so "can't've" is one match rather than "can't" + "'ve", and multi-word
@@ -103,8 +102,10 @@ def check_prob(prob: float) -> None:
 
 def compose(*fns: TextFn) -> TextFn:
     """Apply fns in order, all drawing from the same rng."""
+
     def run(text: str, rng: Random) -> str:
         for fn in fns:
             text = fn(text, rng)
         return text
+
     return run

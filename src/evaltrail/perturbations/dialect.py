@@ -34,5 +34,7 @@ def dialect(mapping: WordMap, prob: float = 1.0, name: str = "dialect") -> Pertu
             if rng.random() < prob:
                 return match_case(word, rng.choice(mapping[word.lower()]))
             return word
+
         return pattern.sub(sub, text)
+
     return Perturbation(name, fn, FAIRNESS, perturb_references=True)

@@ -32,8 +32,14 @@ def _pairs(mode: str, source: str, target: str, bidirectional: bool) -> dict[str
     return pairs
 
 
-def gender(mode: str = "pronouns", source: str = "male", target: str = "female",
-           prob: float = 1.0, bidirectional: bool = False, name: str | None = None) -> Perturbation:
+def gender(
+    mode: str = "pronouns",
+    source: str = "male",
+    target: str = "female",
+    prob: float = 1.0,
+    bidirectional: bool = False,
+    name: str | None = None,
+) -> Perturbation:
     """Each `source`-gender word of `mode`, with probability `prob`, replaced by its
     `target`-gender counterpart, cased like the original; inputs and references alike.
 
@@ -49,5 +55,7 @@ def gender(mode: str = "pronouns", source: str = "male", target: str = "female",
         def sub(m: re.Match) -> str:
             word = m.group(0)
             return match_case(word, pairs[word.lower()]) if rng.random() < prob else word
+
         return pattern.sub(sub, text)
+
     return Perturbation(name or f"gender_{mode}", fn, FAIRNESS, perturb_references=True)

@@ -18,9 +18,15 @@ from .resources import NameTable
 _SPLIT = re.compile(r"(\W)")
 
 
-def person_name(table: NameTable, source: Mapping[str, str], target: Mapping[str, str],
-                name_type: str = "first_name", preserve_gender: bool = True, prob: float = 1.0,
-                name: str = "person_name") -> Perturbation:
+def person_name(
+    table: NameTable,
+    source: Mapping[str, str],
+    target: Mapping[str, str],
+    name_type: str = "first_name",
+    preserve_gender: bool = True,
+    prob: float = 1.0,
+    name: str = "person_name",
+) -> Perturbation:
     """Each `source`-group name (a whole token, case-insensitive) replaced with probability
     `prob` by a `target`-group name drawn uniformly, cased like the original.
 
@@ -34,8 +40,7 @@ def person_name(table: NameTable, source: Mapping[str, str], target: Mapping[str
         raise ValueError("preserve_gender needs first names (last names carry no gender)")
     sources = frozenset(table.names(name_type, source))
     targets = table.names(name_type, target)
-    by_gender = {g: tuple(n for n in targets if table.gender(name_type, n) == g)
-                 for g in ("female", "male", "neutral")}
+    by_gender = {g: tuple(n for n in targets if table.gender(name_type, n) == g) for g in ("female", "male", "neutral")}
 
     def options(token: str) -> tuple[str, ...]:
         g = table.gender(name_type, token) if preserve_gender else None
@@ -59,7 +64,9 @@ def person_name(table: NameTable, source: Mapping[str, str], target: Mapping[str
                         kept.add(low)
                 out.append(match_case(token, chosen[low]) if low in chosen else token)
             return "".join(out)
+
         return fn
 
-    return Perturbation(name, lambda text, rng: session()(text, rng), FAIRNESS,
-                        perturb_references=True, per_instance=session)
+    return Perturbation(
+        name, lambda text, rng: session()(text, rng), FAIRNESS, perturb_references=True, per_instance=session
+    )

@@ -43,21 +43,41 @@ REGISTRY: dict[str, Entry] = {
     "extra_space": Entry(lambda r: robustness.extra_space(2), summary="each space -> 2 spaces"),
     "space": Entry(lambda r: robustness.space(3), summary="each run of spaces -> 1..3 spaces"),
     "typos": Entry(lambda r: robustness.typos(0.1), summary="letters -> keyboard neighbours, p=0.1"),
-    "misspelling": Entry(lambda r: robustness.misspelling(r.misspellings, 0.1), ("misspellings",),
-                         "common misspellings, p=0.1 per word"),
-    "mild_mix": Entry(lambda r: robustness.mild_mix(r.misspellings), ("misspellings",),
-                      "HELM robustness: lowercase+contraction+misspelling 0.1+space 1..3"),
+    "misspelling": Entry(
+        lambda r: robustness.misspelling(r.misspellings, 0.1), ("misspellings",), "common misspellings, p=0.1 per word"
+    ),
+    "mild_mix": Entry(
+        lambda r: robustness.mild_mix(r.misspellings),
+        ("misspellings",),
+        "HELM robustness: lowercase+contraction+misspelling 0.1+space 1..3",
+    ),
     "dialect": Entry(lambda r: dialect.dialect(r.dialect, 1.0), ("dialect",), "SAE -> AAVE words, p=1", FAIRNESS),
-    "gender_pronouns": Entry(lambda r: gender.gender("pronouns", "male", "female", 1.0),
-                             summary="male -> female pronouns, p=1", kind=FAIRNESS),
-    "gender_terms": Entry(lambda r: gender.gender("terms", "male", "female", 1.0),
-                          summary="male -> female terms (son -> daughter), p=1", kind=FAIRNESS),
-    "person_name": Entry(lambda r: names.person_name(
-        r.names, {"race": "white_american"}, {"race": "black_american"}, "first_name", True, 1.0),
-        ("names",), "white -> Black American first names, gender kept, p=1", FAIRNESS),
-    "person_name_last": Entry(lambda r: names.person_name(
-        r.names, {"race": "white"}, {"race": "hispanic"}, "last_name", False, 1.0, "person_name_last"),
-        ("names",), "white -> Hispanic last names, p=1", FAIRNESS),
+    "gender_pronouns": Entry(
+        lambda r: gender.gender("pronouns", "male", "female", 1.0),
+        summary="male -> female pronouns, p=1",
+        kind=FAIRNESS,
+    ),
+    "gender_terms": Entry(
+        lambda r: gender.gender("terms", "male", "female", 1.0),
+        summary="male -> female terms (son -> daughter), p=1",
+        kind=FAIRNESS,
+    ),
+    "person_name": Entry(
+        lambda r: names.person_name(
+            r.names, {"race": "white_american"}, {"race": "black_american"}, "first_name", True, 1.0
+        ),
+        ("names",),
+        "white -> Black American first names, gender kept, p=1",
+        FAIRNESS,
+    ),
+    "person_name_last": Entry(
+        lambda r: names.person_name(
+            r.names, {"race": "white"}, {"race": "hispanic"}, "last_name", False, 1.0, "person_name_last"
+        ),
+        ("names",),
+        "white -> Hispanic last names, p=1",
+        FAIRNESS,
+    ),
 }
 
 HELM_ROBUSTNESS = ("mild_mix",)

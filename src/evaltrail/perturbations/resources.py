@@ -124,8 +124,10 @@ class NameTable:
         for cat, val in selected.items():
             found = by_cat.get(cat.lower(), {}).get(val.lower())
             if not found:
-                raise EvaltrailError(f"person names: no {name_type} with {cat}={val}; have "
-                                     f"{sorted((c, v) for c in by_cat for v in by_cat[c])}")
+                raise EvaltrailError(
+                    f"person names: no {name_type} with {cat}={val}; have "
+                    f"{sorted((c, v) for c in by_cat for v in by_cat[c])}"
+                )
             lists.append(found)
         return reduce(_intersect, lists)
 
@@ -152,8 +154,9 @@ def _intersect(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _freeze(groups) -> NameTable:
-    return NameTable({nt: {c: {v: tuple(ns) for v, ns in vals.items()} for c, vals in cats.items()}
-                      for nt, cats in groups.items()})
+    return NameTable(
+        {nt: {c: {v: tuple(ns) for v, ns in vals.items()} for c, vals in cats.items()} for nt, cats in groups.items()}
+    )
 
 
 def load_person_names(path: str | Path, sha256: str | None = None) -> NameTable:
@@ -182,19 +185,24 @@ def load_bias_last_names(path: str | Path, sha256: str | None = None) -> NameTab
     lists: dict[str, list[str]] = {}
     races: dict[str, str] = {}
     for node in ast.parse(p.read_text(encoding="utf-8")).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        )
         if not isinstance(target, ast.Name) or node.value is None:
             continue
         if target.id == "RACE_TO_NAME_LISTS" and isinstance(node.value, ast.Dict):
-            races = {ast.literal_eval(k): v.id for k, v in zip(node.value.keys, node.value.values, strict=True)
-                     if isinstance(v, ast.Name)}
+            races = {
+                ast.literal_eval(k): v.id
+                for k, v in zip(node.value.keys, node.value.values, strict=True)
+                if isinstance(v, ast.Name)
+            }
         elif isinstance(node.value, ast.List):
             lists[target.id] = ast.literal_eval(node.value)
     if not races or any(var not in lists for var in races.values()):
         raise EvaltrailError(f"{p}: no RACE_TO_NAME_LISTS of literal name lists found")
-    return _freeze({"last_name": {"race": {race: [n.lower() for n in lists[var]]
-                                           for race, var in races.items()}}})
+    return _freeze({"last_name": {"race": {race: [n.lower() for n in lists[var]] for race, var in races.items()}}})
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,15 +218,21 @@ class Resources:
     """For person_name (first names) and person_name_last (last names)."""
 
     @classmethod
-    def from_files(cls, misspellings: str | Path | None = None, dialect: str | Path | None = None,
-                   person_names: str | Path | None = None,
-                   bias_word_lists: str | Path | None = None) -> Resources:
+    def from_files(
+        cls,
+        misspellings: str | Path | None = None,
+        dialect: str | Path | None = None,
+        person_names: str | Path | None = None,
+        bias_word_lists: str | Path | None = None,
+    ) -> Resources:
         """Load whichever files are given (no pin check: use the loaders for that)."""
         names = NameTable()
         if person_names:
             names = names.merged(load_person_names(person_names))
         if bias_word_lists:
             names = names.merged(load_bias_last_names(bias_word_lists))
-        return cls(misspellings=load_misspellings(misspellings) if misspellings else None,
-                   dialect=load_dialect_mapping(dialect) if dialect else None,
-                   names=names if names.groups else None)
+        return cls(
+            misspellings=load_misspellings(misspellings) if misspellings else None,
+            dialect=load_dialect_mapping(dialect) if dialect else None,
+            names=names if names.groups else None,
+        )

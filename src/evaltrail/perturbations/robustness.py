@@ -13,8 +13,6 @@ from random import Random
 from .base import ROBUSTNESS, Perturbation, TextFn, alternation, check_prob, compose, load_data, match_case
 from .resources import WordMap
 
-_APOSTROPHES = "'\u2019"  # typewriter and typographic
-
 
 def lowercase(name: str = "lowercase") -> Perturbation:
     """Every character lowercased (str.lower, so Unicode case rules apply)."""
@@ -40,6 +38,7 @@ def expansion(name: str = "expansion") -> Perturbation:
 
     def fn(text: str, rng: Random) -> str:
         return pattern.sub(lambda m: match_case(m.group(0), lookup(m.group(0))), text)
+
     return Perturbation(name, fn, ROBUSTNESS)
 
 
@@ -60,7 +59,9 @@ def contraction(name: str = "contraction") -> Perturbation:
         def sub(m: re.Match) -> str:
             phrase = m.group(0)
             return match_case(phrase, reverse.get(phrase) or reverse[phrase.lower()])
+
         return pattern.sub(sub, text)
+
     return Perturbation(name, fn, ROBUSTNESS)
 
 
@@ -74,6 +75,7 @@ def extra_space(num_spaces: int = 2, name: str = "extra_space") -> Perturbation:
 def _space_fn(max_spaces: int) -> TextFn:
     def fn(text: str, rng: Random) -> str:
         return re.sub(r" +", lambda m: " " * rng.randint(1, max_spaces), text)
+
     return fn
 
 
@@ -98,6 +100,7 @@ def _typo_fn(prob: float) -> TextFn:
                 ch = new.upper() if ch.isupper() else new
             out.append(ch)
         return "".join(out)
+
     return fn
 
 
@@ -119,7 +122,9 @@ def _misspelling_fn(mapping: WordMap, prob: float) -> TextFn:
         def sub(m: re.Match) -> str:
             word = m.group(0)
             return rng.choice(mapping[word]) if rng.random() < prob else word
+
         return pattern.sub(sub, text)
+
     return fn
 
 
@@ -149,6 +154,13 @@ def mild_mix(mapping: WordMap, name: str = "mild_mix") -> Perturbation:
     4. space: each run of spaces -> 1..3 spaces (uniform).
 
     One rng feeds steps 3 and 4. HELM keeps the variant only if its input changed."""
-    return Perturbation(name, compose(lowercase().fn, contraction().fn,
-                                      _misspelling_fn(mapping, MILD_MIX_MISSPELLING_PROB),
-                                      _space_fn(MILD_MIX_MAX_SPACES)), ROBUSTNESS)
+    return Perturbation(
+        name,
+        compose(
+            lowercase().fn,
+            contraction().fn,
+            _misspelling_fn(mapping, MILD_MIX_MISSPELLING_PROB),
+            _space_fn(MILD_MIX_MAX_SPACES),
+        ),
+        ROBUSTNESS,
+    )

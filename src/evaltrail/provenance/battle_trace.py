@@ -30,10 +30,13 @@ def trace_battle(run: RunConfig, scenario: str, model: str) -> Trace:
     summary = read_json(ratings_path)
     row = next((r for r in summary["ratings"] if r["model"] == model), None)
     if row is None:
-        raise EvaltrailError(f"{ratings_path}: no rating for {model}; rated: "
-                             + ", ".join(r["model"] for r in summary["ratings"]))
-    t.lines.append(f"battle {scenario} / {model}: rating {row['rating']:.3f}, 95% CI [{row['ci_low']:.3f}, "
-                   f"{row['ci_high']:.3f}], rank {row['rank']}, {row['battles']} battles")
+        raise EvaltrailError(
+            f"{ratings_path}: no rating for {model}; rated: " + ", ".join(r["model"] for r in summary["ratings"])
+        )
+    t.lines.append(
+        f"battle {scenario} / {model}: rating {row['rating']:.3f}, 95% CI [{row['ci_low']:.3f}, "
+        f"{row['ci_high']:.3f}], rank {row['rank']}, {row['battles']} battles"
+    )
     _artifact(t, lock, stage, ratings_path, "ratings")
     _artifact(t, lock, stage, verdicts_path, "verdicts")
 
@@ -41,10 +44,12 @@ def trace_battle(run: RunConfig, scenario: str, model: str) -> Trace:
     prompt = cfg.prompt()
     refit = summarize(verdicts, prompt, run.bootstrap_samples, run.seed, cfg.penalty_C)
     again = next((r for r in refit["ratings"] if r["model"] == model), {})
-    t.check(_close(again.get("rating", float("nan")), row["rating"]),
-            f"verdicts: refit from {len(verdicts)} judgements gives rating {again.get('rating'):.3f} "
-            f"({prompt.method} rule, agreement {refit['agreement']:.1%}, undefined {refit['verdicts']['undefined']})",
-            f"verdicts: {verdicts_path} refits to {again.get('rating')}, ratings.json says {row['rating']}")
+    t.check(
+        _close(again.get("rating", float("nan")), row["rating"]),
+        f"verdicts: refit from {len(verdicts)} judgements gives rating {again.get('rating'):.3f} "
+        f"({prompt.method} rule, agreement {refit['agreement']:.1%}, undefined {refit['verdicts']['undefined']})",
+        f"verdicts: {verdicts_path} refits to {again.get('rating')}, ratings.json says {row['rating']}",
+    )
 
     models = cfg.models(run.models)
     completions = {}
@@ -56,10 +61,13 @@ def trace_battle(run: RunConfig, scenario: str, model: str) -> Trace:
         answers = contestant_answers(pd.read_parquet(prompts_path(scenario)), completions, cfg.max_answer_chars)
         expected = set(judge_prompts(answers, prompt)[0]["judgement_id"])
         seen = set(verdicts["judgement_id"])
-        t.check(expected == seen, f"judgements: all {len(seen)} re-derived from these completions and the judge "
-                f"prompt (content-hash ids match)",
-                f"judgements: {len(seen - expected)} verdict(s) judged answers these completions do not give, "
-                f"{len(expected - seen)} expected judgement(s) missing; re-run {stage}")
+        t.check(
+            expected == seen,
+            f"judgements: all {len(seen)} re-derived from these completions and the judge "
+            f"prompt (content-hash ids match)",
+            f"judgements: {len(seen - expected)} verdict(s) judged answers these completions do not give, "
+            f"{len(expected - seen)} expected judgement(s) missing; re-run {stage}",
+        )
     _artifact(t, lock, f"prepare@{scenario}", prompts_path(scenario), "prompts")
     _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
     _raw_files(t, run, scenario)

@@ -39,14 +39,22 @@ def _module_file(root: Path, name: str) -> Path | None:
 
 def _package_data(package: Path) -> set[Path]:
     """The non-Python files a package ships (read via importlib.resources), outside its subpackages."""
-    return {p for p in _tree(package) if p.suffix != ".py"
-            and next(d for d in p.parents if (d / "__init__.py").is_file()) == package}
+    return {
+        p
+        for p in _tree(package)
+        if p.suffix != ".py" and next(d for d in p.parents if (d / "__init__.py").is_file()) == package
+    }
 
 
 def _discovers(node: ast.AST) -> bool:
     """`pkgutil.iter_modules(__path__)`: the package imports each of its modules at run time."""
-    return (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "iter_modules"
-            and bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "__path__")
+    return (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == "iter_modules"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "__path__"
+    )
 
 
 def _nodes(tree: ast.AST, on_import: bool) -> Iterator[ast.AST]:
@@ -66,22 +74,29 @@ def _imports(root: Path, path: Path, package: str | None, on_import: bool) -> se
     found: set[tuple[str, bool]] = set()
     for node in _nodes(tree, on_import):
         if isinstance(node, ast.Import):  # `import a.b` binds `a`: code can call into a's __init__ too
-            found |= {(".".join(parts[:i]), True) for alias in node.names
-                      for parts in [alias.name.split(".")] for i in range(1, len(parts) + 1)}
+            found |= {
+                (".".join(parts[:i]), True)
+                for alias in node.names
+                for parts in [alias.name.split(".")]
+                for i in range(1, len(parts) + 1)
+            }
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parts = (package or "").split(".")
                 if package is None or node.level > len(parts):
                     raise EvaltrailError(f"{where}:{node.lineno}: relative import beyond the top-level package")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found.add((base, True))
             # `from pkg import name` imports the submodule pkg.name when there is one
             found |= {(f"{base}.{alias.name}", False) for alias in node.names if alias.name != "*"}
     # discovery runs on import (the idiom calls it at module level), so look for it in functions too
     if path.name == "__init__.py" and any(_discovers(node) for node in ast.walk(tree)):
-        found |= {(f"{package}.{p.stem}", True) for p in path.parent.iterdir()
-                  if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
+        found |= {
+            (f"{package}.{p.stem}", True)
+            for p in path.parent.iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()
+        }
     return found
 
 
@@ -106,8 +121,9 @@ def imported_files(script: str, root: Path | str = ".") -> list[str]:
                 file = _module_file(root, ".".join(parts[:i]))
                 if file is None:
                     if required:
-                        raise EvaltrailError(f"{path.relative_to(root).as_posix()}: imports {name}, "
-                                             f"which is no module under {SRC}/")
+                        raise EvaltrailError(
+                            f"{path.relative_to(root).as_posix()}: imports {name}, which is no module under {SRC}/"
+                        )
                     break
                 named = i == len(parts)
                 if file not in whole or (named and not whole[file]):  # new, or now wholly reachable
@@ -159,6 +175,7 @@ def _script(name: str, body) -> str:
 @dataclass(frozen=True)
 class Drift:
     """A code dep dvc.yaml lacks for a stage (its results go stale) or lists needlessly (needless re-runs)."""
+
     stage: str
     script: str
     path: str

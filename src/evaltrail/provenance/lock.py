@@ -35,16 +35,11 @@ def dvc_md5(path: str | Path) -> str:
     if path.is_file():
         return md5_file(path)
     entries = sorted(
-        ({"md5": md5_file(p), "relpath": p.relative_to(path).as_posix()}
-         for p in path.rglob("*") if p.is_file()),
-        key=lambda e: e["relpath"])
+        ({"md5": md5_file(p), "relpath": p.relative_to(path).as_posix()} for p in path.rglob("*") if p.is_file()),
+        key=lambda e: e["relpath"],
+    )
     listing = json.dumps(entries, sort_keys=True).encode("utf-8")
     return hashlib.md5(listing).hexdigest() + ".dir"
-
-
-def lock_deps(lock: dict, stage: str) -> dict[str, str]:
-    """{path: md5} of a stage's deps as dvc.lock recorded them."""
-    return {e["path"]: e.get("md5", "") for e in lock.get(stage, {}).get("deps", []) or []}
 
 
 # What decides a number besides pinned data: code and config. A run in progress always has
@@ -60,8 +55,12 @@ def git_commit(strict: bool = False) -> str:
     paths = TRACE_PATHS if strict else CODE_PATHS
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *paths],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", *paths],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

@@ -22,8 +22,20 @@ from ..hashing import sha256_file
 from ..io import read_json
 from ..metrics import word_lists
 from ..metrics.scoring import score_cell, scores_table
-from ..paths import (LEADERBOARD_CSV, MLFLOW_RUNS_JSON, completions_path, infer_stats_path, model_dir, model_info_path,
-                     model_path, prompts_path, raw_dir, scores_path, sources_json, summary_path)
+from ..paths import (
+    LEADERBOARD_CSV,
+    MLFLOW_RUNS_JSON,
+    completions_path,
+    infer_stats_path,
+    model_dir,
+    model_info_path,
+    model_path,
+    prompts_path,
+    raw_dir,
+    scores_path,
+    sources_json,
+    summary_path,
+)
 from ..sources import describe
 from .lock import dvc_md5, git_commit, load_lock, recorded_md5
 
@@ -51,8 +63,11 @@ def _artifact(t: Trace, lock: dict, stage: str, path: Path, label: str) -> None:
         return
     md5, want = dvc_md5(path), recorded_md5(lock, stage, path)
     desc = f"sha256={sha256_file(path)}" if path.is_file() else "directory"
-    t.check(md5 == want, f"{label}: {path} {desc} md5={md5} (= dvc.lock {stage})",
-            f"{label}: {path} md5={md5} but dvc.lock {stage} recorded {want}")
+    t.check(
+        md5 == want,
+        f"{label}: {path} {desc} md5={md5} (= dvc.lock {stage})",
+        f"{label}: {path} md5={md5} but dvc.lock {stage} recorded {want}",
+    )
 
 
 def _close(a: float, b: float) -> bool:
@@ -71,8 +86,9 @@ def _leaderboard_row(scenario: str, model: str, metric: str) -> dict[str, str]:
     hit = board[(board["scenario"] == scenario) & (board["model"] == model) & (board["metric"] == metric)]
     if hit.empty:
         cells = sorted(set(zip(board["scenario"], board["model"], board["metric"])))
-        raise EvaltrailError(f"{LEADERBOARD_CSV}: no row for {scenario}/{model}/{metric}; rows: "
-                             + ", ".join("/".join(c) for c in cells))
+        raise EvaltrailError(
+            f"{LEADERBOARD_CSV}: no row for {scenario}/{model}/{metric}; rows: " + ", ".join("/".join(c) for c in cells)
+        )
     return hit.iloc[0].to_dict()
 
 
@@ -106,20 +122,28 @@ def _recompute(t: Trace, run: RunConfig, scenario: str, model: str, stored: dict
     recomputed = json.loads(json.dumps(summary))  # the JSON the score stage writes, read back
     path = summary_path(scenario, model)
     diff = _first_difference(stored, recomputed)
-    t.check(diff is None, f"summary: {path} equals a recomputation from the completions "
-            f"({len(recomputed['metrics'])} metrics, corpus metrics and CIs included)",
-            f"summary: {path} field {diff[0]} is {diff[1]!r}, recomputed {diff[2]!r}" if diff else "")
+    t.check(
+        diff is None,
+        f"summary: {path} equals a recomputation from the completions "
+        f"({len(recomputed['metrics'])} metrics, corpus metrics and CIs included)",
+        f"summary: {path} field {diff[0]} is {diff[1]!r}, recomputed {diff[2]!r}" if diff else "",
+    )
     table = pd.read_parquet(scores_path(scenario, model))
     fresh = scores_table(scores).to_pandas()
-    t.check(table.equals(fresh), f"scores: {scores_path(scenario, model)} equals the recomputed "
-            f"{len(fresh)} per-instance rows", f"scores: {scores_path(scenario, model)} differs from the "
-            f"recomputed per-instance rows ({len(table)} stored, {len(fresh)} recomputed)")
+    t.check(
+        table.equals(fresh),
+        f"scores: {scores_path(scenario, model)} equals the recomputed {len(fresh)} per-instance rows",
+        f"scores: {scores_path(scenario, model)} differs from the "
+        f"recomputed per-instance rows ({len(table)} stored, {len(fresh)} recomputed)",
+    )
 
 
 def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     if metric in MEASURED:
-        raise EvaltrailError(f"trace --metric {metric}: a measurement of the machine, recorded in "
-                             f"{infer_stats_path(scenario, model)}, not derived from pinned inputs; trace a score instead")
+        raise EvaltrailError(
+            f"trace --metric {metric}: a measurement of the machine, recorded in "
+            f"{infer_stats_path(scenario, model)}, not derived from pinned inputs; trace a score instead"
+        )
     t, lock = Trace(), load_lock()
     row = _leaderboard_row(scenario, model, metric)
     t.lines.append(f"{scenario} / {model} / {metric} = {row['mean']}")
@@ -144,8 +168,10 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     _artifact(t, lock, f"infer@{scenario}-{model}", completions_path(scenario, model), "completions")
     if infer_stats_path(scenario, model).is_file():
         cost = read_json(infer_stats_path(scenario, model))
-        t.lines.append(f"   infer stage, last run: {cost['wall_s']} s wall, peak RSS {cost['peak_rss_mb']} MB, "
-                       f"{cost['computed']} request(s) computed, {cost['from_cache']} from the request cache")
+        t.lines.append(
+            f"   infer stage, last run: {cost['wall_s']} s wall, peak RSS {cost['peak_rss_mb']} MB, "
+            f"{cost['computed']} request(s) computed, {cost['from_cache']} from the request cache"
+        )
     _artifact(t, lock, f"prepare@{scenario}", prompts_path(scenario), "prompts")
     _artifact(t, lock, f"fetch@{scenario}", raw_dir(scenario), "raw data")
     _raw_files(t, run, scenario)
@@ -155,8 +181,11 @@ def trace(run: RunConfig, scenario: str, model: str, metric: str) -> Trace:
     t.lines.append(f"code: git commit {git_commit(strict=True)}")
     runs = read_json(MLFLOW_RUNS_JSON) if MLFLOW_RUNS_JSON.is_file() else {"runs": {}}
     run_id = runs["runs"].get(f"{scenario}/{model}")
-    t.check(run_id is not None, f"mlflow: run {run_id} in experiment {runs.get('experiment')} at {runs.get('tracking_uri')}",
-            f"mlflow: {MLFLOW_RUNS_JSON} has no run for {scenario}/{model}")
+    t.check(
+        run_id is not None,
+        f"mlflow: run {run_id} in experiment {runs.get('experiment')} at {runs.get('tracking_uri')}",
+        f"mlflow: {MLFLOW_RUNS_JSON} has no run for {scenario}/{model}",
+    )
     return t
 
 
@@ -167,16 +196,20 @@ def check_model(t: Trace, run: RunConfig, lock: dict, model: str, used_sha: str 
     _artifact(t, lock, f"fetch_model@{model}", model_dir(model), "model")
     if info_path.is_file() and run.model[model].backend == "openai":
         info = read_json(info_path)
-        t.check(info["sha256"] == used_sha,
-                f"model: served as {info['served']} at {info['base_url']} (identity sha256 {info['sha256']})",
-                f"model: {info_path} identity {info['sha256']}, {used_by} {used_sha}")
+        t.check(
+            info["sha256"] == used_sha,
+            f"model: served as {info['served']} at {info['base_url']} (identity sha256 {info['sha256']})",
+            f"model: {info_path} identity {info['sha256']}, {used_by} {used_sha}",
+        )
     elif info_path.is_file() and weights.is_file():
         info, pin, actual = read_json(info_path), run.model[model].weights["sha256"], sha256_file(weights)
-        t.check(actual == info["sha256"] == pin == used_sha,
-                f"model weights: {weights} sha256 {pin} pinned in params.yaml model.{model}.weights; from "
-                + ", ".join(describe(p) for p in info["parts"]),
-                f"model weights: {weights} sha256 {actual}, {info_path} says {info['sha256']}, params.yaml pins "
-                f"{pin}, {used_by} {used_sha}")
+        t.check(
+            actual == info["sha256"] == pin == used_sha,
+            f"model weights: {weights} sha256 {pin} pinned in params.yaml model.{model}.weights; from "
+            + ", ".join(describe(p) for p in info["parts"]),
+            f"model weights: {weights} sha256 {actual}, {info_path} says {info['sha256']}, params.yaml pins "
+            f"{pin}, {used_by} {used_sha}",
+        )
 
 
 def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
@@ -186,14 +219,18 @@ def _raw_files(t: Trace, run: RunConfig, scenario: str) -> None:
         t.bad(f"raw data: {listing} is missing")
         return
     cfg = run.scenario[scenario]
-    pins = {s["file"]: s["sha256"] for s in cfg.sources + resources.sources(run.resources, cfg, word_lists(cfg.metrics))}
+    pins = {
+        s["file"]: s["sha256"] for s in cfg.sources + resources.sources(run.resources, cfg, word_lists(cfg.metrics))
+    }
     for rec in read_json(listing):
         path = raw_dir(scenario) / rec["file"]
         actual = sha256_file(path) if path.is_file() else "missing"
         pinned = pins.get(rec["file"])
-        t.check(actual == rec["sha256"] == pinned,
-                f"raw file: {path} sha256={actual} (pinned) <- {describe(rec)} [{rec.get('license', '?')}]",
-                f"raw file: {path} sha256={actual}, SOURCES.json says {rec['sha256']}, params.yaml pins {pinned}")
+        t.check(
+            actual == rec["sha256"] == pinned,
+            f"raw file: {path} sha256={actual} (pinned) <- {describe(rec)} [{rec.get('license', '?')}]",
+            f"raw file: {path} sha256={actual}, SOURCES.json says {rec['sha256']}, params.yaml pins {pinned}",
+        )
 
 
 def show_instance(scenario: str, model: str, instance_id: str) -> list[str]:
@@ -206,15 +243,16 @@ def show_instance(scenario: str, model: str, instance_id: str) -> list[str]:
     comps = pd.read_parquet(completions_path(scenario, model))
     rows = rows.merge(comps, on="request_id", how="left")
     first = rows.iloc[0]
-    lines = [f"instance {instance_id} ({scenario}, split {first['split']}) metadata {first['metadata']}",
-             "references:"]
+    lines = [f"instance {instance_id} ({scenario}, split {first['split']}) metadata {first['metadata']}", "references:"]
     lines += [f"  [{'x' if r['correct'] else ' '}] {r['text']}" for r in first["references"]]
     for _, r in rows.iterrows():
         lines.append(f"--- request {r['request_id']} ({r['method']}, trial {r['trial']}) prompt:")
         lines.append(r["prompt"] + (f"<<{r['continuation']}>>" if r["continuation"] is not None else ""))
         shown = repr(r["text"]) if r["text"] is not None else "-"
-        lines.append(f"--- completion: text={shown} logprob={r['logprob']:.4f} greedy={r['is_greedy']} "
-                     f"tokens={r['num_prompt_tokens']}+{r['num_output_tokens']}")
+        lines.append(
+            f"--- completion: text={shown} logprob={r['logprob']:.4f} greedy={r['is_greedy']} "
+            f"tokens={r['num_prompt_tokens']}+{r['num_output_tokens']}"
+        )
     scores = pd.read_parquet(scores_path(scenario, model))
     for _, s in scores[scores["instance_id"] == instance_id].iterrows():
         lines.append(f"score {s['metric']} = {s['value']:.4f} (trial {s['trial']})")

@@ -56,6 +56,7 @@ class Mismatch:
 class Agreement:
     """How far answers computed under another identity agree with the committed ones, over the
     instances of the sampled requests (all of their requests recomputed, so each can be scored)."""
+
     instances: int
     """Instances scored."""
     predictions: int
@@ -120,37 +121,53 @@ class Verification:
         cell, n = f"{self.scenario} x {self.model}", len(self.sample)
         out = []
         if self.committed_identity is None:
-            out.append(f"note: {completions_path(self.scenario, self.model)} records no model identity: the committed "
-                       f"identity is unknown; comparing bit for bit with this machine's")
+            out.append(
+                f"note: {completions_path(self.scenario, self.model)} records no model identity: the committed "
+                f"identity is unknown; comparing bit for bit with this machine's"
+            )
         if self.identity_diff:
             a, b = _flat(self.committed_identity or {}), _flat(self.local_identity)
-            out.append("identity differs from the committed one: " + ", ".join(
-                f"{k} (committed {_shown(a.get(k))}, local {_shown(b.get(k))})" for k in self.identity_diff)
-                + "; measuring agreement, not bit-identity")
+            out.append(
+                "identity differs from the committed one: "
+                + ", ".join(f"{k} (committed {_shown(a.get(k))}, local {_shown(b.get(k))})" for k in self.identity_diff)
+                + "; measuring agreement, not bit-identity"
+            )
         first = self.first_mismatch
         if (ag := self.agreement) is None:
-            out.append(f"verify {cell}: {n}/{n} identical" if first is None else
-                       f"verify {cell}: {n - self.identical}/{n} differ; first: request {first.request_id}: "
-                       f"{first.field}: committed {first.committed!r}, local {first.local!r}")
+            out.append(
+                f"verify {cell}: {n}/{n} identical"
+                if first is None
+                else f"verify {cell}: {n - self.identical}/{n} differ; first: request {first.request_id}: "
+                f"{first.field}: committed {first.committed!r}, local {first.local!r}"
+            )
         else:
-            out.append(f"verify {cell}: {self.identical}/{n} sampled requests bit-identical (not required "
-                       f"across identities)")
-            out.append(f"agreement over {ag.instances} instances: {ag.same_predictions}/{ag.predictions} predictions "
-                       f"identical, {ag.close_logprobs}/{ag.logprobs} logprobs within {LOGPROB_TOL:g}")
+            out.append(
+                f"verify {cell}: {self.identical}/{n} sampled requests bit-identical (not required across identities)"
+            )
+            out.append(
+                f"agreement over {ag.instances} instances: {ag.same_predictions}/{ag.predictions} predictions "
+                f"identical, {ag.close_logprobs}/{ag.logprobs} logprobs within {LOGPROB_TOL:g}"
+            )
             if ag.delta is None:
                 out.append("main metric: none with per-instance values; no verdict beyond agreement")
             else:
                 verdict = "reproduced within noise" if ag.reproduced else "NOT reproduced within noise"
-                out.append(f"{ag.metric} delta (local - committed): {ag.delta:+.4f} [95% CI {ag.ci_low:+.4f}, "
-                           f"{ag.ci_high:+.4f}]: {verdict}")
+                out.append(
+                    f"{ag.metric} delta (local - committed): {ag.delta:+.4f} [95% CI {ag.ci_low:+.4f}, "
+                    f"{ag.ci_high:+.4f}]: {verdict}"
+                )
         return out
 
     def record(self) -> dict:
         """What results/verify/<scenario>/<model>.json holds (the sample itself follows from the seed)."""
         out = dataclasses.asdict(self)
         out.pop("sample")
-        out.update(mode=self.mode, ok=self.ok, sample_size=len(self.sample),
-                   reproduced=None if self.agreement is None else self.agreement.reproduced)
+        out.update(
+            mode=self.mode,
+            ok=self.ok,
+            sample_size=len(self.sample),
+            reproduced=None if self.agreement is None else self.agreement.reproduced,
+        )
         return out
 
 
@@ -203,8 +220,13 @@ def recompute(prompts: pd.DataFrame, cfg: ModelConfig, model: str, info: dict) -
     with tempfile.TemporaryDirectory(prefix="evaltrail-verify-") as tmp:
         cache = RequestCache(Path(tmp) / "requests.sqlite")
         try:
-            table, _ = run_requests(prompts, model_identity(cfg, info), cache,
-                                    lambda: open_model(cfg, model_dir(model), info), f"verify {model}")
+            table, _ = run_requests(
+                prompts,
+                model_identity(cfg, info),
+                cache,
+                lambda: open_model(cfg, model_dir(model), info),
+                f"verify {model}",
+            )
         finally:
             cache.close()
     return {r["request_id"]: r for r in table.to_pylist()}
@@ -222,8 +244,11 @@ def first_difference(request_id: str, committed: dict, local: dict) -> Mismatch 
             continue
         if isinstance(a, list) and isinstance(b, list):  # name the element, not the whole list
             i = next((i for i, (x, y) in enumerate(zip(a, b)) if not _same(x, y)), None)
-            return Mismatch(request_id, f"len({f})", len(a), len(b)) if i is None else \
-                Mismatch(request_id, f"{f}[{i}]", a[i], b[i])
+            return (
+                Mismatch(request_id, f"len({f})", len(a), len(b))
+                if i is None
+                else Mismatch(request_id, f"{f}[{i}]", a[i], b[i])
+            )
         return Mismatch(request_id, f, a, b)
     return None
 
@@ -251,8 +276,14 @@ def _main_metric(frame: pd.DataFrame, cfg: ScenarioConfig) -> pd.Series | None:
     return scores[scores["metric"] == cfg.main_metric].groupby("instance_id")["value"].mean()
 
 
-def agreement(prompts: pd.DataFrame, committed: dict[str, dict], local: dict[str, dict], cfg: ScenarioConfig,
-              samples: int, seed: int) -> Agreement:
+def agreement(
+    prompts: pd.DataFrame,
+    committed: dict[str, dict],
+    local: dict[str, dict],
+    cfg: ScenarioConfig,
+    samples: int,
+    seed: int,
+) -> Agreement:
     """Committed vs local answers to `prompts` (whole instances), the main metric paired per instance."""
     from ..metrics.scoring import join
     from ..metrics.stats import mean_ci
@@ -260,16 +291,28 @@ def agreement(prompts: pd.DataFrame, committed: dict[str, dict], local: dict[str
     frames = [join(prompts, pd.DataFrame([side[r] for r in prompts["request_id"]])) for side in (committed, local)]
     before, after = (_predictions(f) for f in frames)
     same = sum(_same(a, b) for a, b in zip(before, after.reindex(before.index)))
-    lps = [(committed[r]["logprob"], local[r]["logprob"]) for r in prompts["request_id"]
-           if committed[r]["logprob"] is not None and local[r]["logprob"] is not None]
+    lps = [
+        (committed[r]["logprob"], local[r]["logprob"])
+        for r in prompts["request_id"]
+        if committed[r]["logprob"] is not None and local[r]["logprob"] is not None
+    ]
     close = sum(abs(a - b) <= LOGPROB_TOL for a, b in lps)
     metric = [_main_metric(f, cfg) for f in frames]
     stats = {"mean": None, "ci_low": None, "ci_high": None}
     if metric[0] is not None:
         diff = (metric[1] - metric[0].reindex(metric[1].index)).dropna()
         stats = mean_ci(diff.to_numpy(), samples, seed)  # a bootstrap of paired differences
-    return Agreement(int(prompts["instance_id"].nunique()), len(before), int(same), len(lps), int(close),
-                     None if metric[0] is None else cfg.main_metric, stats["mean"], stats["ci_low"], stats["ci_high"])
+    return Agreement(
+        int(prompts["instance_id"].nunique()),
+        len(before),
+        int(same),
+        len(lps),
+        int(close),
+        None if metric[0] is None else cfg.main_metric,
+        stats["mean"],
+        stats["ci_low"],
+        stats["ci_high"],
+    )
 
 
 def _committed_path(scenario: str, model: str) -> Path:
@@ -279,8 +322,10 @@ def _committed_path(scenario: str, model: str) -> Path:
         raise EvaltrailError(f"{path}: missing; fetch the committed completions with `dvc pull {stage}`")
     want = recorded_md5(load_lock(), stage, path)
     if want is not None and (md5 := dvc_md5(path)) != want:
-        raise EvaltrailError(f"{path}: md5 {md5} is not the {want} dvc.lock records, so these are not the "
-                             f"committed answers; restore them with `dvc checkout {path}` (or `dvc pull {stage}`)")
+        raise EvaltrailError(
+            f"{path}: md5 {md5} is not the {want} dvc.lock records, so these are not the "
+            f"committed answers; restore them with `dvc checkout {path}` (or `dvc pull {stage}`)"
+        )
     return path
 
 
@@ -292,8 +337,9 @@ def verify(run: RunConfig, scenario: str, model: str, size: int | None, seed: in
     path = _committed_path(scenario, model)
     for need in (prompts_path(scenario), model_info_path(model)):
         if not need.is_file():
-            raise EvaltrailError(f"{need}: missing; run `dvc repro prepare@{scenario} fetch_model@{model}` "
-                                 f"(or `dvc pull`)")
+            raise EvaltrailError(
+                f"{need}: missing; run `dvc repro prepare@{scenario} fetch_model@{model}` (or `dvc pull`)"
+            )
     prompts = pd.read_parquet(prompts_path(scenario))
     committed = {r["request_id"]: r for r in pq.read_table(path).to_pylist()}
     population = distinct_requests(prompts)
@@ -302,15 +348,29 @@ def verify(run: RunConfig, scenario: str, model: str, size: int | None, seed: in
     theirs, ours = committed_identity(path), model_identity(mcfg, info)
     differs = identity_diff(theirs, ours) if theirs is not None else ()
     # agreement scores whole instances, so it recomputes every request of the sampled ones
-    todo = prompts[prompts["instance_id"].isin(set(prompts.loc[prompts["request_id"].isin(ids), "instance_id"]))
-                   if differs else prompts["request_id"].isin(ids)]
+    todo = prompts[
+        prompts["instance_id"].isin(set(prompts.loc[prompts["request_id"].isin(ids), "instance_id"]))
+        if differs
+        else prompts["request_id"].isin(ids)
+    ]
     if lacking := [r for r in todo["request_id"] if r not in committed]:
-        raise EvaltrailError(f"{path}: no completion for request {lacking[0]} of {prompts_path(scenario)}: the prompts "
-                             f"changed since infer ran; `dvc status` says which")
+        raise EvaltrailError(
+            f"{path}: no completion for request {lacking[0]} of {prompts_path(scenario)}: the prompts "
+            f"changed since infer ran; `dvc status` says which"
+        )
     local = recompute(todo, mcfg, model, info)
     mismatches = [m for r in ids if (m := first_difference(r, committed[r], local[r]))]
     return Verification(
-        scenario, model, seed, len(population), tuple(ids), theirs, ours, differs,
-        len(ids) - len(mismatches), mismatches[0] if mismatches else None,
+        scenario,
+        model,
+        seed,
+        len(population),
+        tuple(ids),
+        theirs,
+        ours,
+        differs,
+        len(ids) - len(mismatches),
+        mismatches[0] if mismatches else None,
         agreement(todo, committed, local, scfg, run.bootstrap_samples, seed) if differs else None,
-        datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )

@@ -69,22 +69,41 @@ def data_js(scenario: str, payload: dict) -> str:
     """A script registering the payload; U+2028/9 escaped for older JS parsers."""
     body = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     body = body.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return ("window.EVALTRAIL_DATA = window.EVALTRAIL_DATA || {};\n"
-            f"window.EVALTRAIL_DATA[{json.dumps(scenario)}] = {body};\n")
+    return (
+        "window.EVALTRAIL_DATA = window.EVALTRAIL_DATA || {};\n"
+        f"window.EVALTRAIL_DATA[{json.dumps(scenario)}] = {body};\n"
+    )
 
 
 def _facts(run: RunConfig) -> tuple[list[ModelFacts], list[ScenarioFacts]]:
     """Weights hashes and instance counts as the score summaries record them."""
-    summaries = {(s, m): read_json_input(summary_path(s, m), f"run `dvc repro score@{s}-{m}`")
-                 for s in run.scenarios for m in run.models}
-    models = [ModelFacts(m, sorted({summaries[(s, m)].get("model_sha256") for s in run.scenarios} - {None}),
-                         ((run.model[m].weights or {}).get("license") if m in run.model else None),
-                         SHA256_OF[run.model[m].backend] if m in run.model else "unknown") for m in run.models]
+    summaries = {
+        (s, m): read_json_input(summary_path(s, m), f"run `dvc repro score@{s}-{m}`")
+        for s in run.scenarios
+        for m in run.models
+    }
+    models = [
+        ModelFacts(
+            m,
+            sorted({summaries[(s, m)].get("model_sha256") for s in run.scenarios} - {None}),
+            ((run.model[m].weights or {}).get("license") if m in run.model else None),
+            SHA256_OF[run.model[m].backend] if m in run.model else "unknown",
+        )
+        for m in run.models
+    ]
     scenarios = []
     for s in run.scenarios:
         cfg, first = run.scenario[s], summaries.get((s, run.models[0])) if run.models else None
-        scenarios.append(ScenarioFacts(s, cfg.description, cfg.method, cfg.main_metric,
-                                       (first or {}).get("n_instances"), (first or {}).get("n_variants")))
+        scenarios.append(
+            ScenarioFacts(
+                s,
+                cfg.description,
+                cfg.method,
+                cfg.main_metric,
+                (first or {}).get("n_instances"),
+                (first or {}).get("n_variants"),
+            )
+        )
     return models, scenarios
 
 
@@ -102,18 +121,34 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
     families = read_optional_json(FAMILIES_JSON)
     win_rates = family_tables(families, FAMILIES_JSON) if families is not None else []
     models, scenarios = _facts(run)
-    battles = [t for b in sorted(run.battle_scenarios) for t in battle_tables(
-        b, read_json_input(battle_dir(b) / "ratings.json", f"run `dvc repro battle@{b}`"))]
-    verified = [(s, m, _verification(verify_path(s, m))) for s in run.scenarios for m in run.models
-                if verify_path(s, m).is_file()]
-    page = index_html(models, scenarios, leaderboard_tables(records, run.models), win_rates,
-                      charts(PLOTS, run.models), battles, verified)
+    battles = [
+        t
+        for b in sorted(run.battle_scenarios)
+        for t in battle_tables(b, read_json_input(battle_dir(b) / "ratings.json", f"run `dvc repro battle@{b}`"))
+    ]
+    verified = [
+        (s, m, _verification(verify_path(s, m)))
+        for s in run.scenarios
+        for m in run.models
+        if verify_path(s, m).is_file()
+    ]
+    page = index_html(
+        models,
+        scenarios,
+        leaderboard_tables(records, run.models),
+        win_rates,
+        charts(PLOTS, run.models),
+        battles,
+        verified,
+    )
     files = {"index.html": page}
-    files.update({f"assets/{a}": resources.files(__package__).joinpath("assets", a).read_text(encoding="utf-8")
-                  for a in ASSETS})
+    files.update(
+        {f"assets/{a}": resources.files(__package__).joinpath("assets", a).read_text(encoding="utf-8") for a in ASSETS}
+    )
     out = Path(out)
     sizes: dict[str, int] = {}
     with atomic_dir(out) as tmp:
+
         def write(rel: str, text: str) -> None:
             dest = tmp / rel
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -60,26 +60,40 @@ class _Axes:
     def frame(self, xlabel: str, ylabel: str, xticks: list[float], yticks: list[float]) -> None:
         x0, x1, y0, y1 = self.px(self.x[0]), self.px(self.x[1]), self.py(self.y[0]), self.py(self.y[1])
         for t in yticks:
-            self.parts.append(f'<line class="grid" x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(self.py(t))}" y2="{_f(self.py(t))}"/>'
-                              f'<text class="tick" x="{_f(x0 - 6)}" y="{_f(self.py(t) + 4)}" text-anchor="end">{t:g}</text>')
+            self.parts.append(
+                f'<line class="grid" x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(self.py(t))}" y2="{_f(self.py(t))}"/>'
+                f'<text class="tick" x="{_f(x0 - 6)}" y="{_f(self.py(t) + 4)}" text-anchor="end">{t:g}</text>'
+            )
         for t in xticks:
-            self.parts.append(f'<text class="tick" x="{_f(self.px(t))}" y="{_f(y0 + 16)}" text-anchor="middle">{t:g}</text>')
-        self.parts.append(f'<line class="axis" x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(y0)}" y2="{_f(y0)}"/>'
-                          f'<line class="axis" x1="{_f(x0)}" x2="{_f(x0)}" y1="{_f(y0)}" y2="{_f(y1)}"/>')
-        self.parts.append(f'<text class="label" x="{_f((x0 + x1) / 2)}" y="{_f(self.h - 8)}" text-anchor="middle">{escape(xlabel)}</text>'
-                          f'<text class="label" transform="translate(14 {_f((y0 + y1) / 2)}) rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
+            self.parts.append(
+                f'<text class="tick" x="{_f(self.px(t))}" y="{_f(y0 + 16)}" text-anchor="middle">{t:g}</text>'
+            )
+        self.parts.append(
+            f'<line class="axis" x1="{_f(x0)}" x2="{_f(x1)}" y1="{_f(y0)}" y2="{_f(y0)}"/>'
+            f'<line class="axis" x1="{_f(x0)}" x2="{_f(x0)}" y1="{_f(y0)}" y2="{_f(y1)}"/>'
+        )
+        self.parts.append(
+            f'<text class="label" x="{_f((x0 + x1) / 2)}" y="{_f(self.h - 8)}" '
+            f'text-anchor="middle">{escape(xlabel)}</text>'
+            f'<text class="label" transform="translate(14 {_f((y0 + y1) / 2)}) rotate(-90)" '
+            f'text-anchor="middle">{escape(ylabel)}</text>'
+        )
 
     def legend(self, entries: list[tuple[str, str]]) -> None:
         """entries: (label, SVG of a marker centred on 0,0)."""
         x = self.w - RIGHT + 16
         for i, (label, mark) in enumerate(entries):
             y = TOP + 10 + i * 18
-            self.parts.append(f'<g transform="translate({_f(x)} {_f(y)})">{mark}</g>'
-                              f'<text class="legend" x="{_f(x + 12)}" y="{_f(y + 4)}">{escape(label)}</text>')
+            self.parts.append(
+                f'<g transform="translate({_f(x)} {_f(y)})">{mark}</g>'
+                f'<text class="legend" x="{_f(x + 12)}" y="{_f(y + 4)}">{escape(label)}</text>'
+            )
 
     def svg(self, label: str) -> str:
-        return (f'<svg class="chart" viewBox="0 0 {self.w} {self.h}" width="{self.w}" height="{self.h}" role="img" '
-                f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">' + "".join(self.parts) + "</svg>")
+        return (
+            f'<svg class="chart" viewBox="0 0 {self.w} {self.h}" width="{self.w}" height="{self.h}" role="img" '
+            f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">' + "".join(self.parts) + "</svg>"
+        )
 
 
 def _marker(shape: str, color: str, x: float = 0, y: float = 0, r: float = 4.5) -> str:
@@ -88,7 +102,10 @@ def _marker(shape: str, color: str, x: float = 0, y: float = 0, r: float = 4.5) 
     if shape == "triangle":
         return f'<polygon points="{_f(x)},{_f(y - r)} {_f(x + r)},{_f(y + r)} {_f(x - r)},{_f(y + r)}" fill="{color}"/>'
     if shape == "diamond":
-        return f'<polygon points="{_f(x)},{_f(y - r)} {_f(x + r)},{_f(y)} {_f(x)},{_f(y + r)} {_f(x - r)},{_f(y)}" fill="{color}"/>'
+        return (
+            f'<polygon points="{_f(x)},{_f(y - r)} {_f(x + r)},{_f(y)} {_f(x)},{_f(y + r)} {_f(x - r)},{_f(y)}" '
+            f'fill="{color}"/>'
+        )
     return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" fill="{color}"/>'
 
 
@@ -114,11 +131,15 @@ def scatter(frame: pd.DataFrame, models: list[str]) -> Chart:
     for r in frame.sort_values(["scenario", "model"]).itertuples(index=False):
         if pd.isna(r.accuracy) or pd.isna(r.tokens_per_instance):
             continue
-        tip = f"{r.model} · {r.scenario} ({r.metric}): {r.accuracy:.3f} at {r.tokens_per_instance:.1f} tokens per instance"
-        ax.parts.append(f'<g class="point"><title>{escape(tip)}</title>'
-                        f'{_marker(shapes[r.scenario], colors[r.model], ax.px(r.tokens_per_instance), ax.py(r.accuracy))}</g>')
-    ax.legend([(m, _marker("circle", c)) for m, c in colors.items()]
-              + [(s, _marker(shapes[s], "#666")) for s in scen])
+        tip = (
+            f"{r.model} · {r.scenario} ({r.metric}): {r.accuracy:.3f} at {r.tokens_per_instance:.1f} "
+            "tokens per instance"
+        )
+        ax.parts.append(
+            f'<g class="point"><title>{escape(tip)}</title>'
+            f"{_marker(shapes[r.scenario], colors[r.model], ax.px(r.tokens_per_instance), ax.py(r.accuracy))}</g>"
+        )
+    ax.legend([(m, _marker("circle", c)) for m, c in colors.items()] + [(s, _marker(shapes[s], "#666")) for s in scen])
     return Chart("accuracy_vs_tokens", "Accuracy vs tokens per instance", ax.svg("accuracy vs tokens per instance"))
 
 
@@ -130,7 +151,9 @@ def reliability(frame: pd.DataFrame, models: list[str]) -> list[Chart]:
         part = frame[frame["scenario"] == scenario]
         ax = _Axes(640, 340, (0, 1), (0, 1))
         ax.frame("confidence", "accuracy", UNIT, UNIT)
-        ax.parts.append(f'<line class="diagonal" x1="{_f(ax.px(0))}" y1="{_f(ax.py(0))}" x2="{_f(ax.px(1))}" y2="{_f(ax.py(1))}"/>')
+        ax.parts.append(
+            f'<line class="diagonal" x1="{_f(ax.px(0))}" y1="{_f(ax.py(0))}" x2="{_f(ax.px(1))}" y2="{_f(ax.py(1))}"/>'
+        )
         for model, color in colors.items():
             rows = part[(part["model"] == model) & part["confidence"].notna() & part["accuracy"].notna()]
             rows = rows.sort_values(["confidence", "bin"])
@@ -140,10 +163,15 @@ def reliability(frame: pd.DataFrame, models: list[str]) -> list[Chart]:
             ax.parts.append(f'<polyline class="series" points="{pts}" stroke="{color}"/>')
             for r in rows.itertuples(index=False):
                 tip = f"{model} bin {r.bin}: confidence {r.confidence:.3f}, accuracy {r.accuracy:.3f}, n={r.n}"
-                ax.parts.append(f'<g class="point"><title>{escape(tip)}</title>{_marker("circle", color, ax.px(r.confidence), ax.py(r.accuracy), 3.5)}</g>')
-        ax.legend([(m, _marker("circle", c)) for m, c in colors.items()]
-                  + [("perfect calibration", '<line class="diagonal" x1="-6" y1="0" x2="6" y2="0"/>')])
-        charts.append(Chart(f"reliability-{scenario}", f"Reliability diagram: {scenario}", ax.svg(f"reliability {scenario}")))
+                dot = _marker("circle", color, ax.px(r.confidence), ax.py(r.accuracy), 3.5)
+                ax.parts.append(f'<g class="point"><title>{escape(tip)}</title>{dot}</g>')
+        ax.legend(
+            [(m, _marker("circle", c)) for m, c in colors.items()]
+            + [("perfect calibration", '<line class="diagonal" x1="-6" y1="0" x2="6" y2="0"/>')]
+        )
+        charts.append(
+            Chart(f"reliability-{scenario}", f"Reliability diagram: {scenario}", ax.svg(f"reliability {scenario}"))
+        )
     return charts
 
 
@@ -158,13 +186,18 @@ def grouped_bars(frame: pd.DataFrame, models: list[str]) -> Chart:
     by = {(r.subject, r.model): r for r in frame.itertuples(index=False)}
     y = TOP
     for s in subjects:
-        ax.parts.append(f'<text class="tick" x="{left - 6}" y="{_f(y + bar * len(colors) / 2 + 4)}" text-anchor="end">{escape(s)}</text>')
+        ax.parts.append(
+            f'<text class="tick" x="{left - 6}" y="{_f(y + bar * len(colors) / 2 + 4)}" '
+            f'text-anchor="end">{escape(s)}</text>'
+        )
         for m, color in colors.items():
             r = by.get((s, m))
             if r is not None and not pd.isna(r.accuracy):
                 tip = f"{m} · {s}: {r.accuracy:.3f} (n={r.n})"
-                ax.parts.append(f'<rect class="bar" x="{_f(ax.px(0))}" y="{_f(y)}" width="{_f(ax.px(r.accuracy) - ax.px(0))}" '
-                                f'height="{bar - 1}" fill="{color}"><title>{escape(tip)}</title></rect>')
+                ax.parts.append(
+                    f'<rect class="bar" x="{_f(ax.px(0))}" y="{_f(y)}" width="{_f(ax.px(r.accuracy) - ax.px(0))}" '
+                    f'height="{bar - 1}" fill="{color}"><title>{escape(tip)}</title></rect>'
+                )
             y += bar
         y += gap
     ax.legend([(m, _marker("square", c)) for m, c in colors.items()])

@@ -26,6 +26,7 @@ MIN_CONTEXT = 200
 @dataclass
 class Output:
     """One model's answer to one instance (one trial)."""
+
     scores: list[float | None]
     """Per-instance metric values, aligned with the scenario's `score_metrics`."""
     text: str | None = None
@@ -48,6 +49,7 @@ class Output:
 @dataclass
 class Item:
     """One instance in one few-shot trial: the prompt as sent and every model's output."""
+
     id: str
     """instance_id."""
     trial: int
@@ -76,6 +78,7 @@ class Item:
 @dataclass
 class Group:
     """An original instance with its perturbation variants, shown side by side."""
+
     original_id: str
     """The original's instance_id."""
     trial: int
@@ -94,7 +97,9 @@ def _num(x: Any) -> float | None:
 def choice_rule(cfg: ScenarioConfig) -> str:
     """How `_choice_scores` ranks options, in words, for the reader."""
     if cfg.main_metric in ("acc_norm", "acc_bytes"):
-        return f"highest logprob per {'character' if cfg.main_metric == 'acc_norm' else 'UTF-8 byte'} ({cfg.main_metric})"
+        return (
+            f"highest logprob per {'character' if cfg.main_metric == 'acc_norm' else 'UTF-8 byte'} ({cfg.main_metric})"
+        )
     return "highest calibrated logprob" if cfg.calibration_prompt else "highest logprob"
 
 
@@ -150,11 +155,13 @@ def _by_option(requests: list[dict], n: int, value) -> list:
     return out
 
 
-def _output(model: _Model, cfg: ScenarioConfig, requests: list[dict], key: tuple[str, int],
-            metrics: list[str], n_options: int) -> Output:
+def _output(
+    model: _Model, cfg: ScenarioConfig, requests: list[dict], key: tuple[str, int], metrics: list[str], n_options: int
+) -> Output:
     values = model.scores.get(key, {})
-    out = Output(scores=[_num(values.get(m)) for m in metrics],
-                 rendered_prompt=model.get(requests[0], "rendered_prompt"))
+    out = Output(
+        scores=[_num(values.get(m)) for m in metrics], rendered_prompt=model.get(requests[0], "rendered_prompt")
+    )
     gen = [r for r in requests if r["method"] == "generate"]
     roll = [r for r in requests if r["method"] == "loglikelihood_rolling"]
     choice = [r for r in requests if r["method"] == "loglikelihood" and not r["calibration"]]
@@ -189,13 +196,21 @@ def _item(requests: list[dict], cfg: ScenarioConfig, models: list[_Model], metri
     else:  # separate multiple choice: the part the options' prompts share, once
         choice = sorted((r for r in requests if not r["calibration"]), key=lambda r: r["choice_index"] or 0)
         prompt = os.path.commonprefix([r["prompt"] for r in choice])
-        options = [[r["prompt"][len(prompt):], r["continuation"] or ""] for r in choice]
+        options = [[r["prompt"][len(prompt) :], r["continuation"] or ""] for r in choice]
         if options == [["", " " + r["text"]] for r in refs]:
             options = None  # the usual form (prompt + " " + option): the references say it all
-    return Item(id=key[0], trial=key[1], perturbation=head["perturbation"], split=head["split"],
-                metadata=meta, prompt=prompt, references=[r["text"] for r in refs],
-                gold=[i for i, r in enumerate(refs) if r["correct"]], options=options,
-                outputs=[_output(m, cfg, requests, key, metrics, len(refs)) for m in models])
+    return Item(
+        id=key[0],
+        trial=key[1],
+        perturbation=head["perturbation"],
+        split=head["split"],
+        metadata=meta,
+        prompt=prompt,
+        references=[r["text"] for r in refs],
+        gold=[i for i, r in enumerate(refs) if r["correct"]],
+        options=options,
+        outputs=[_output(m, cfg, requests, key, metrics, len(refs)) for m in models],
+    )
 
 
 def _share_contexts(items: list[tuple[tuple, Item]]) -> list[str]:
@@ -208,12 +223,12 @@ def _share_contexts(items: list[tuple[tuple, Item]]) -> list[str]:
     contexts: dict[str, int] = {}
     for group in by_shots.values():
         prefix = os.path.commonprefix([i.prompt for i in group])
-        prefix = prefix[:prefix.rfind("\n\n") + 2] if "\n\n" in prefix else ""
+        prefix = prefix[: prefix.rfind("\n\n") + 2] if "\n\n" in prefix else ""
         if len(group) < 2 or len(prefix) < MIN_CONTEXT:
             continue
         index = contexts.setdefault(prefix, len(contexts))
         for item in group:
-            item.context, item.prompt = index, item.prompt[len(prefix):]
+            item.context, item.prompt = index, item.prompt[len(prefix) :]
     return list(contexts)
 
 
@@ -224,8 +239,14 @@ def _groups(items: list[Item], cfg: ScenarioConfig, originals: dict[str, str]) -
         orig = originals.get(item.id, item.id)
         groups.setdefault((orig, item.trial), Group(orig, item.trial)).items.append(item)
     for g in groups.values():
-        g.items.sort(key=lambda i: (i.perturbation is not None, order.get(i.perturbation, len(order)),
-                                    i.perturbation or "", i.id))
+        g.items.sort(
+            key=lambda i: (
+                i.perturbation is not None,
+                order.get(i.perturbation, len(order)),
+                i.perturbation or "",
+                i.id,
+            )
+        )
     return list(groups.values())
 
 
@@ -248,23 +269,36 @@ def scenario_payload(run: RunConfig, scenario: str) -> dict:
     prompts = read_parquet_input(prompts_path(scenario), f"run `dvc repro prepare@{scenario}`")
     models = [_Model(scenario, m) for m in run.models]
     metrics = score_metric_order({k for m in models for v in m.scores.values() for k in v}, cfg)
-    originals = {r["instance_id"]: json.loads(r["metadata"] or "{}").get("original_id") or r["instance_id"]
-                 for r in prompts}
+    originals = {
+        r["instance_id"]: json.loads(r["metadata"] or "{}").get("original_id") or r["instance_id"] for r in prompts
+    }
     by_key: dict[tuple[str, int], list[dict]] = {}
     for r in prompts:  # dicts keep insertion order: instances stay in prompt-file order
         by_key.setdefault((r["instance_id"], r["trial"]), []).append(r)
     items = [(tuple(reqs[0]["few_shot_ids"] or ()), _item(reqs, cfg, models, metrics)) for reqs in by_key.values()]
     contexts = _share_contexts(items)
     main = get_metric(cfg.main_metric) if cfg.main_metric else None
-    return _compact({
-        "scenario": scenario, "description": cfg.description, "taxonomy": cfg.taxonomy,
-        "license": cfg.license, "citation": cfg.citation, "method": cfg.method, "metrics": cfg.metrics,
-        "main_metric": cfg.main_metric, "eval_split": cfg.eval_split, "num_shots": cfg.num_shots,
-        "perturbations": cfg.perturbations, "calibration_prompt": cfg.calibration_prompt,
-        "sources": sources, "models": list(run.models), "score_metrics": metrics,
-        "choice_rule": choice_rule(cfg) if cfg.method == "multiple_choice_separate" else None,
-        # Correct/incorrect only means something for a 0/1-style accuracy score.
-        "filterable": bool(main and main.family == "accuracy" and main.higher_is_better),
-        "contexts": contexts,
-        "groups": [asdict(g) for g in _groups([i for _, i in items], cfg, originals)],
-    })
+    return _compact(
+        {
+            "scenario": scenario,
+            "description": cfg.description,
+            "taxonomy": cfg.taxonomy,
+            "license": cfg.license,
+            "citation": cfg.citation,
+            "method": cfg.method,
+            "metrics": cfg.metrics,
+            "main_metric": cfg.main_metric,
+            "eval_split": cfg.eval_split,
+            "num_shots": cfg.num_shots,
+            "perturbations": cfg.perturbations,
+            "calibration_prompt": cfg.calibration_prompt,
+            "sources": sources,
+            "models": list(run.models),
+            "score_metrics": metrics,
+            "choice_rule": choice_rule(cfg) if cfg.method == "multiple_choice_separate" else None,
+            # Correct/incorrect only means something for a 0/1-style accuracy score.
+            "filterable": bool(main and main.family == "accuracy" and main.higher_is_better),
+            "contexts": contexts,
+            "groups": [asdict(g) for g in _groups([i for _, i in items], cfg, originals)],
+        }
+    )

@@ -49,8 +49,7 @@ def verification_line(rec: dict) -> str:
         line = f"agreement {ag['same_predictions']}/{ag['predictions']} predictions"
         if ag["delta"] is not None:
             verdict = "reproduced within noise" if rec["reproduced"] else "NOT reproduced within noise"
-            line += (f", {ag['metric']} delta {ag['delta']:+.3f} [{ag['ci_low']:+.3f}, {ag['ci_high']:+.3f}]: "
-                     f"{verdict}")
+            line += f", {ag['metric']} delta {ag['delta']:+.3f} [{ag['ci_low']:+.3f}, {ag['ci_high']:+.3f}]: {verdict}"
         return f"{line} {on}"
     if first:
         return f"{n - rec['identical']}/{n} differ {on} (first: request {first['request_id']}, {first['field']})"
@@ -70,10 +69,12 @@ def _attr(v) -> str:
 def _head(t: Table) -> str:
     """One header row, or two when columns are grouped (scenario over metric); sortable headers
     carry their column index, since a grouped header's position is not the column's."""
+
     def th(i: int, c, extra: str = "") -> str:
         title = f' title="{_attr(c.title)}"' if c.title else ""
         kind = "num" if c.numeric else "text"
         return f'<th scope="col" tabindex="0" data-col="{i}" data-type="{kind}"{title}{extra}>{escape(c.label)}</th>'
+
     if not any(c.group for c in t.columns):
         return "<tr>" + "".join(th(i, c) for i, c in enumerate(t.columns)) + "</tr>"
     top, i = [], 0
@@ -102,55 +103,80 @@ def table_html(t: Table) -> str:
             ci = f'<span class="ci">{escape(c.ci)}</span>' if c.ci else ""
             cells.append(f"<{tag}{attrs}>{escape(c.text)}{ci}</{tag}>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<figure class="table"><figcaption>{escape(t.title)}</figcaption>'
-            f'<table class="sortable" id="table-{_attr(t.key)}"><thead>{_head(t)}</thead>'
-            f'<tbody>{"".join(body)}</tbody></table></figure>')
+    return (
+        f'<figure class="table"><figcaption>{escape(t.title)}</figcaption>'
+        f'<table class="sortable" id="table-{_attr(t.key)}"><thead>{_head(t)}</thead>'
+        f"<tbody>{''.join(body)}</tbody></table></figure>"
+    )
 
 
 def _facts_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], verified: list[tuple[str, str, str]]) -> str:
-    mrows = "".join(f"<tr><th scope=\"row\">{escape(m.name)}</th><td><code>{'<br>'.join(escape(s) for s in m.sha256) or '—'}"
-                    f"</code><br><small>of {escape(m.sha256_of)}</small></td><td>{escape(m.license or '—')}</td></tr>" for m in models)
+    mrows = "".join(
+        f'<tr><th scope="row">{escape(m.name)}</th><td><code>{"<br>".join(escape(s) for s in m.sha256) or "—"}'
+        f"</code><br><small>of {escape(m.sha256_of)}</small></td><td>{escape(m.license or '—')}</td></tr>"
+        for m in models
+    )
     srows = "".join(
         f'<tr><th scope="row"><a class="scenario-link" href="#scenario/{_attr(s.name)}">{escape(s.name)}</a></th>'
         f"<td>{escape(s.description or '')}</td><td>{escape(s.method)}</td><td>{escape(s.main_metric or '—')}</td>"
-        f"<td>{'—' if s.instances is None else s.instances}</td><td>{'—' if s.variants is None else s.variants}</td></tr>"
-        for s in scenarios)
-    return ('<h2 id="run">Run</h2><h3>Models</h3><table class="facts" id="models"><thead><tr><th>model</th>'
-            f'<th>sha256</th><th>licence</th></tr></thead><tbody>{mrows}</tbody></table>'
-            '<h3>Scenarios</h3><table class="facts" id="scenarios"><thead><tr><th>scenario</th><th>description</th>'
-            '<th>method</th><th>main metric</th><th>instances</th><th>variants</th></tr></thead>'
-            f"<tbody>{srows}</tbody></table>" + _verified_html(verified))
+        f"<td>{'—' if s.instances is None else s.instances}</td>"
+        f"<td>{'—' if s.variants is None else s.variants}</td></tr>"
+        for s in scenarios
+    )
+    return (
+        '<h2 id="run">Run</h2><h3>Models</h3><table class="facts" id="models"><thead><tr><th>model</th>'
+        f"<th>sha256</th><th>licence</th></tr></thead><tbody>{mrows}</tbody></table>"
+        '<h3>Scenarios</h3><table class="facts" id="scenarios"><thead><tr><th>scenario</th><th>description</th>'
+        "<th>method</th><th>main metric</th><th>instances</th><th>variants</th></tr></thead>"
+        f"<tbody>{srows}</tbody></table>" + _verified_html(verified)
+    )
 
 
 def _verified_html(verified: list[tuple[str, str, str]]) -> str:
     """Each verified cell's last verification; nothing when no cell has one."""
     if not verified:
         return ""
-    rows = "".join(f'<tr><th scope="row">{escape(s)}</th><td>{escape(m)}</td><td>{escape(line)}</td></tr>'
-                   for s, m, line in verified)
-    return ('<h3>Verification</h3><table class="facts" id="verification"><thead><tr><th>scenario</th><th>model</th>'
-            f"<th>last <code>evaltrail verify</code></th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = "".join(
+        f'<tr><th scope="row">{escape(s)}</th><td>{escape(m)}</td><td>{escape(line)}</td></tr>'
+        for s, m, line in verified
+    )
+    return (
+        '<h3>Verification</h3><table class="facts" id="verification"><thead><tr><th>scenario</th><th>model</th>'
+        f"<th>last <code>evaltrail verify</code></th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
-def index_html(models: list[ModelFacts], scenarios: list[ScenarioFacts], board: list[Table],
-               win_rates: list[Table], charts: list[Chart], battles: list[Table] = (),
-               verified: list[tuple[str, str, str]] = ()) -> str:
+def index_html(
+    models: list[ModelFacts],
+    scenarios: list[ScenarioFacts],
+    board: list[Table],
+    win_rates: list[Table],
+    charts: list[Chart],
+    battles: list[Table] = (),
+    verified: list[tuple[str, str, str]] = (),
+) -> str:
     """verified: (scenario, model, verification_line) of each cell with a results/verify file."""
     nav = "".join(f'<a href="#scenario/{_attr(s.name)}">{escape(s.name)}</a>' for s in scenarios)
-    parts = [_facts_html(models, scenarios, verified),
-             '<h2 id="leaderboard">Leaderboard</h2><p class="note">Mean [95% CI] over original instances; '
-             "↑ higher is better, ↓ lower is better. Click a column header to sort.</p>",
-             *map(table_html, board)]
+    parts = [
+        _facts_html(models, scenarios, verified),
+        '<h2 id="leaderboard">Leaderboard</h2><p class="note">Mean [95% CI] over original instances; '
+        "↑ higher is better, ↓ lower is better. Click a column header to sort.</p>",
+        *map(table_html, board),
+    ]
     if win_rates:
         parts += ['<h2 id="win-rates">Mean win rates</h2>', *map(table_html, win_rates)]
     if battles:
-        parts += ['<h2 id="battles">Battles</h2><p class="note">Pairwise judgements of open-ended answers '
-                  "(results/battles/); ratings and their CIs come from the verdicts alone.</p>",
-                  *map(table_html, battles)]
+        parts += [
+            '<h2 id="battles">Battles</h2><p class="note">Pairwise judgements of open-ended answers '
+            "(results/battles/); ratings and their CIs come from the verdicts alone.</p>",
+            *map(table_html, battles),
+        ]
     if charts:
         parts.append('<h2 id="plots">Plots</h2>')
-        parts += [f'<figure class="plot" id="plot-{_attr(c.key)}"><figcaption>{escape(c.title)}</figcaption>{c.svg}</figure>'
-                  for c in charts]
+        parts += [
+            f'<figure class="plot" id="plot-{_attr(c.key)}"><figcaption>{escape(c.title)}</figcaption>{c.svg}</figure>'
+            for c in charts
+        ]
     index = {"scenarios": [s.name for s in scenarios]}
     return f"""<!doctype html>
 <html lang="en">

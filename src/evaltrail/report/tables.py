@@ -85,10 +85,13 @@ def _grid(key: str, title: str, records: list[dict], models: list[str]) -> Table
     direction = {(r["scenario"], r["metric"]): r.get("higher_is_better") for r in records}
     by = {(r["model"], r["scenario"], r["metric"]): r for r in records}
     columns = [Column("model", numeric=False)]
-    columns += [Column(m + _ARROW.get(direction[(s, m)], ""), title=f"{s}: {m}, mean [95% CI]", group=s)
-                for s, m in cols]
-    rows = [[Cell(model, model)] + [stat_cell(by.get((model, s, m)), by.get((model, s, m), {}).get("n"))
-                                    for s, m in cols] for model in models]
+    columns += [
+        Column(m + _ARROW.get(direction[(s, m)], ""), title=f"{s}: {m}, mean [95% CI]", group=s) for s, m in cols
+    ]
+    rows = [
+        [Cell(model, model)] + [stat_cell(by.get((model, s, m)), by.get((model, s, m), {}).get("n")) for s, m in cols]
+        for model in models
+    ]
     return Table(key, title, columns, rows)
 
 
@@ -109,8 +112,7 @@ def leaderboard_tables(records: list[dict], model_order: list[str]) -> list[Tabl
     tables = [_grid("main", "Main metric per scenario", main, models)] if main else []
     families = [f for f in FAMILIES if any(r["family"] == f for r in records)]
     families += sorted({r["family"] for r in records} - set(families))
-    tables += [_grid(f"family-{f}", f.capitalize(), [r for r in records if r["family"] == f], models)
-               for f in families]
+    tables += [_grid(f"family-{f}", f.capitalize(), [r for r in records if r["family"] == f], models) for f in families]
     return tables
 
 
@@ -122,32 +124,52 @@ def family_tables(entries: Any, path: Path) -> list[Table]:
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or not all(k in e for k in ("family", "columns", "rows")):
             raise EvaltrailError(f"{path}: entry {i} lacks family/columns/rows")
-        columns = [Column("model", numeric=False), Column("mean win rate", title="mean over columns of the "
-                                                          "share of other models this one beats")]
+        columns = [
+            Column("model", numeric=False),
+            Column("mean win rate", title="mean over columns of the share of other models this one beats"),
+        ]
         columns += [Column(str(c)) for c in e["columns"]]
         rows = []
         for r in e["rows"]:
             wr = _finite(r.get("mean_win_rate"))
-            rows.append([Cell(str(r.get("model")), str(r.get("model"))), Cell(number(wr), wr)]
-                        + [stat_cell(cell, (cell or {}).get("n")) for cell in map((r.get("cells") or {}).get, e["columns"])])
-        tables.append(Table(f"winrate-{e['family']}", f"{str(e['family']).capitalize()}: mean win rate",
-                            columns, rows))
+            rows.append(
+                [Cell(str(r.get("model")), str(r.get("model"))), Cell(number(wr), wr)]
+                + [stat_cell(cell, (cell or {}).get("n")) for cell in map((r.get("cells") or {}).get, e["columns"])]
+            )
+        tables.append(Table(f"winrate-{e['family']}", f"{str(e['family']).capitalize()}: mean win rate", columns, rows))
     return tables
 
 
 def battle_tables(scenario: str, summary: dict) -> list[Table]:
     """A battle's Bradley–Terry ratings (with CI and CI-rule rank) and its win-rate matrix."""
-    ratings = Table(f"battle-{scenario}", f"{scenario}: Bradley–Terry ratings ({summary['method']} verdicts by "
-                    f"{summary['judge']}, agreement between orders {summary['agreement']:.1%})",
-                    [Column("model", numeric=False), Column("rating", title="mean 1000, 95% bootstrap CI"),
-                     Column("rank", title="1 + models whose CI lies wholly above"), Column("battles")],
-                    [[Cell(r["model"], r["model"]), stat_cell({"mean": r["rating"], "ci_low": r["ci_low"],
-                                                               "ci_high": r["ci_high"]}, r["battles"]),
-                      Cell(str(r["rank"]), r["rank"]), Cell(str(r["battles"]), r["battles"])]
-                     for r in summary["ratings"]])
+    ratings = Table(
+        f"battle-{scenario}",
+        f"{scenario}: Bradley–Terry ratings ({summary['method']} verdicts by "
+        f"{summary['judge']}, agreement between orders {summary['agreement']:.1%})",
+        [
+            Column("model", numeric=False),
+            Column("rating", title="mean 1000, 95% bootstrap CI"),
+            Column("rank", title="1 + models whose CI lies wholly above"),
+            Column("battles"),
+        ],
+        [
+            [
+                Cell(r["model"], r["model"]),
+                stat_cell({"mean": r["rating"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}, r["battles"]),
+                Cell(str(r["rank"]), r["rank"]),
+                Cell(str(r["battles"]), r["battles"]),
+            ]
+            for r in summary["ratings"]
+        ],
+    )
     models = sorted(summary["win_rate"])
-    wins = Table(f"battle-{scenario}-wins", f"{scenario}: win rate of the row model against the column model",
-                 [Column("model", numeric=False)] + [Column(m) for m in models],
-                 [[Cell(m, m)] + [Cell(number(summary["win_rate"][m][o]), _finite(summary["win_rate"][m][o]))
-                                  for o in models] for m in models])
+    wins = Table(
+        f"battle-{scenario}-wins",
+        f"{scenario}: win rate of the row model against the column model",
+        [Column("model", numeric=False)] + [Column(m) for m in models],
+        [
+            [Cell(m, m)] + [Cell(number(summary["win_rate"][m][o]), _finite(summary["win_rate"][m][o])) for o in models]
+            for m in models
+        ],
+    )
     return [ratings, wins]

@@ -34,8 +34,10 @@ class ScenarioLoader:
     def check(self, cfg: ScenarioConfig) -> None:
         unknown = sorted(set(cfg.options) - self.options)
         if unknown:
-            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{unknown[0]}: unknown key for "
-                                 f"the {self.name} loader; accepted extra keys: {', '.join(sorted(self.options)) or '(none)'}")
+            raise EvaltrailError(
+                f"params.yaml: scenario.{cfg.name}.{unknown[0]}: unknown key for "
+                f"the {self.name} loader; accepted extra keys: {', '.join(sorted(self.options)) or '(none)'}"
+            )
 
 
 REGISTRY: dict[str, ScenarioLoader] = {}
@@ -45,13 +47,15 @@ def register(name: str, options: tuple[str, ...] = (), select_sources=None):
     def deco(fn: Loader) -> Loader:
         REGISTRY[name] = ScenarioLoader(name, fn, frozenset(options), select_sources)
         return fn
+
     return deco
 
 
 def get_scenario(name: str) -> ScenarioLoader:
     if name not in REGISTRY:
-        raise EvaltrailError(f"unknown scenario {name!r}: no loader is registered; "
-                             f"valid: {', '.join(sorted(REGISTRY))}")
+        raise EvaltrailError(
+            f"unknown scenario {name!r}: no loader is registered; valid: {', '.join(sorted(REGISTRY))}"
+        )
     return REGISTRY[name]
 
 

@@ -29,9 +29,12 @@ def _loader(question: str, meta: tuple[str, ...]):
         def make(split: str, row: dict):
             if not row[question].strip():
                 raise ValueError(f"empty {question}")
-            return make_instance(split, row[question], keyed_references(row["choices"], row["answerKey"]),
-                                 {k: row[k] for k in meta})
+            return make_instance(
+                split, row[question], keyed_references(row["choices"], row["answerKey"]), {k: row[k] for k in meta}
+            )
+
         return load_splits(cfg, raw, make)
+
     return load
 
 

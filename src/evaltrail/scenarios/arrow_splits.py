@@ -15,8 +15,7 @@ from .arrow import arrow_rows
 from .rows import convert
 
 
-def load_splits(cfg: ScenarioConfig, raw: Path,
-                make: Callable[[str, dict], Instance]) -> dict[str, list[Instance]]:
+def load_splits(cfg: ScenarioConfig, raw: Path, make: Callable[[str, dict], Instance]) -> dict[str, list[Instance]]:
     """{split: instances}, `make(split, row)` building one instance from one Arrow row."""
     out: dict[str, list[Instance]] = {}
     for split in dict.fromkeys([cfg.eval_split, cfg.train_split]):

@@ -53,20 +53,28 @@ def _make(cfg: ScenarioConfig, category: str):
         if row["category"] != category:
             raise ValueError(f"category {row['category']!r} in the {category} file")
         if row["context_condition"] not in CONDITIONS or row["question_polarity"] not in POLARITIES:
-            raise ValueError(f"context_condition/question_polarity {row['context_condition']!r}/"
-                             f"{row['question_polarity']!r}; valid: {CONDITIONS} / {POLARITIES}")
+            raise ValueError(
+                f"context_condition/question_polarity {row['context_condition']!r}/"
+                f"{row['question_polarity']!r}; valid: {CONDITIONS} / {POLARITIES}"
+            )
         label = row["label"]
         if label not in (0, 1, 2) or isinstance(label, bool):
             raise ValueError(f"label {label!r} is not 0, 1 or 2")
         groups = list(row["additional_metadata"]["stereotyped_groups"])
         refs = [Reference(row[f"ans{i}"], i == label) for i in range(3)]
-        meta = {"category": category, "example_id": row["example_id"],
-                "question_index": row["question_index"],
-                "subcategory": row["additional_metadata"].get("subcategory"),
-                "context_condition": row["context_condition"], "question_polarity": row["question_polarity"],
-                "answer_info": row["answer_info"], "stereotyped_groups": groups,
-                **option_roles(row["answer_info"], groups)}
+        meta = {
+            "category": category,
+            "example_id": row["example_id"],
+            "question_index": row["question_index"],
+            "subcategory": row["additional_metadata"].get("subcategory"),
+            "context_condition": row["context_condition"],
+            "question_polarity": row["question_polarity"],
+            "answer_info": row["answer_info"],
+            "stereotyped_groups": groups,
+            **option_roles(row["answer_info"], groups),
+        }
         return make_instance(cfg.eval_split, f"{row['context'].strip()} {row['question'].strip()}", refs, meta)
+
     return make
 
 

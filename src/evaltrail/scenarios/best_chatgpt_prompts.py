@@ -34,7 +34,7 @@ def expand(text: str, rules: dict[str, list[str]], where: str, depth: int = 0) -
         raise EvaltrailError(f"{where}: ${{{hit.group(1)}}} names no category of the grammar")
     out = []
     for option in rules[hit.group(1)]:
-        out += expand(text[:hit.start()] + option + text[hit.end():], rules, where, depth + 1)
+        out += expand(text[: hit.start()] + option + text[hit.end() :], rules, where, depth + 1)
     return out
 
 
@@ -63,5 +63,4 @@ def instructions(path: Path) -> list[tuple[str, str]]:
 @register("best_chatgpt_prompts")
 def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     path = raw / cfg.sources[0]["file"]
-    return {cfg.eval_split: [make_instance(cfg.eval_split, text, [], {"tag": tag})
-                             for text, tag in instructions(path)]}
+    return {cfg.eval_split: [make_instance(cfg.eval_split, text, [], {"tag": tag}) for text, tag in instructions(path)]}

@@ -44,12 +44,13 @@ def _contrast_entries(path: Path):
     try:
         data = json.loads(path.read_text(encoding="utf-8"))["data"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise EvaltrailError(f"{path}: not the contrast-sets JSON ({{\"data\": [...]}}): {exc}") from None
+        raise EvaltrailError(f'{path}: not the contrast-sets JSON ({{"data": [...]}}): {exc}') from None
     return enumerate(data, 1)
 
 
 def _contrast(cfg: ScenarioConfig, path: Path, originals: dict[str, tuple[Instance, str]]) -> list[Instance]:
     """originals: BoolQ question -> (its instance, its passage)."""
+
     def make(entry: dict):
         if entry["title"] == "Title":  # the header row of the spreadsheet the JSON came from
             return None
@@ -67,10 +68,10 @@ def _contrast(cfg: ScenarioConfig, path: Path, originals: dict[str, tuple[Instan
             seen.add(q)
             answer = ANSWERS[pert["answer"]]
             meta = {"original_question": question, "label_flipped": answer != original.references[0].text}
-            inst = make_instance(cfg.eval_split, format_input(passage, q),
-                                 [Reference(answer, True)], meta)
+            inst = make_instance(cfg.eval_split, format_input(passage, q), [Reference(answer, True)], meta)
             made.append(contrast.mark(inst, original))
         return made
+
     return convert(cfg, path, _contrast_entries(path), make)
 
 
@@ -86,10 +87,14 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     def make(row: dict):
         if not isinstance(row["answer"], bool):
             raise TypeError(f"answer {row['answer']!r} is not a bool")
-        inst = make_instance(cfg.eval_split, format_input(row["passage"], row["question"]),
-                             [Reference("Yes" if row["answer"] else "No", True)])
+        inst = make_instance(
+            cfg.eval_split,
+            format_input(row["passage"], row["question"]),
+            [Reference("Yes" if row["answer"] else "No", True)],
+        )
         originals[row["question"]] = (inst, row["passage"])
         return inst
+
     out = convert(cfg, path, arrow_rows(path), make)
     if contrast.enabled(cfg):
         out += _contrast(cfg, raw / CONTRAST_FILE, originals)

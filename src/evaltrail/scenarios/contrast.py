@@ -32,5 +32,6 @@ def sources(cfg: ScenarioConfig, contrast_files: set[str]) -> list[dict]:
 def mark(inst: Instance, original: Instance) -> Instance:
     """`inst` as the contrast version of `original` (ids stay content hashes, so a contrast
     instance identical to its original would collide with it: callers skip those)."""
-    return dataclasses.replace(inst, perturbation=PERTURBATION,
-                               metadata={**inst.metadata, "original_id": original.instance_id})
+    return dataclasses.replace(
+        inst, perturbation=PERTURBATION, metadata={**inst.metadata, "original_id": original.instance_id}
+    )

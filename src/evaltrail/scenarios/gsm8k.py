@@ -24,9 +24,9 @@ FINAL = "#### "
 def solution_text(answer: str) -> tuple[str, str]:
     """GSM8K answer field -> (chain-of-thought reference, final answer as written)."""
     *steps, last = answer.strip().split("\n")
-    if not last.startswith(FINAL) or FINAL.strip() in "\n".join(steps) or not last[len(FINAL):].strip():
+    if not last.startswith(FINAL) or FINAL.strip() in "\n".join(steps) or not last[len(FINAL) :].strip():
         raise ValueError(f"answer does not end in one '{FINAL}N' line: {answer[-80:]!r}")
-    final = last[len(FINAL):].strip()
+    final = last[len(FINAL) :].strip()
     prose = " ".join(s.strip() for s in ANNOTATION.sub("", "\n".join(steps)).split("\n") if s.strip())
     if "<<" in prose or ">>" in prose:
         raise ValueError(f"unbalanced calculator annotation in {answer[:80]!r}")
@@ -46,5 +46,6 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
                 raise ValueError("empty question")
             reference, final = solution_text(row["answer"])
             return make_instance(split, question, [Reference(reference, True)], {"final_answer": final})
+
         out[split] = convert(cfg, path, jsonl_rows(path), make)
     return out

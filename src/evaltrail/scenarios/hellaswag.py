@@ -26,7 +26,6 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         query = clean(row["activity_label"] + ": " + ctx)
         gold = int(row["label"])
         refs = [Reference(clean(e), i == gold) for i, e in enumerate(row["endings"])]
-        meta = {"activity_label": row["activity_label"], "source_id": row["source_id"],
-                "split_type": row["split_type"]}
+        meta = {"activity_label": row["activity_label"], "source_id": row["source_id"], "split_type": row["split_type"]}
         out.append(make_instance(cfg.eval_split, query, refs, meta))
     return {cfg.eval_split: out}

@@ -52,6 +52,7 @@ def _originals(cfg: ScenarioConfig, path: Path, split: str) -> dict[int, Instanc
         pos, row = item
         by_pos[pos] = _instance(split, row)
         return by_pos[pos]
+
     convert(cfg, path, quoted_tsv_rows(path), make)
     return by_pos
 
@@ -66,6 +67,7 @@ def _contrast(cfg: ScenarioConfig, path: Path, originals: dict[int, Instance]) -
         if inst.references[0].text == original.references[0].text:
             raise ValueError("the edit keeps the original's sentiment (files out of step?)")
         return contrast.mark(inst, original)
+
     made = convert(cfg, path, quoted_tsv_rows(path), make)
     rows = sum(1 for _ in quoted_tsv_rows(path))
     if rows < len(originals):

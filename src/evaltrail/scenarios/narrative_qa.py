@@ -30,6 +30,8 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
             raise ValueError("empty passage, question or answers")
         kept = truncate(passage, limit)
         refs = [Reference(a, True) for a in dict.fromkeys(answers)]
-        return make_instance(cfg.eval_split, f"{kept}\nQuestion: {question}", refs,
-                             cut_metadata(passage, kept, "passage"))
+        return make_instance(
+            cfg.eval_split, f"{kept}\nQuestion: {question}", refs, cut_metadata(passage, kept, "passage")
+        )
+
     return {cfg.eval_split: convert(cfg, path, jsonl_rows(path), make)}

@@ -20,9 +20,10 @@ from . import register
 from .rows import convert, jsonl_rows
 from .text import sentences
 
+
 def chunks(passage: str, size: int) -> list[str]:
     sents = sentences(passage)
-    return [" ".join(sents[i:i + size]) for i in range(0, len(sents), size)]
+    return [" ".join(sents[i : i + size]) for i in range(0, len(sents), size)]
 
 
 def _positive_int(cfg: ScenarioConfig, key: str) -> int:
@@ -57,6 +58,7 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         if not passage or not question or not answers:
             raise ValueError("empty passage, question or answers")
         rows.append((passage, question, list(dict.fromkeys(answers))))
+
     convert(cfg, path, jsonl_rows(path), keep)
     stories = sorted({p for p, _, _ in rows})  # corpus order: by text, not by file position
     corpus, owner = [], []
@@ -70,7 +72,10 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     for (passage, question, answers), idx in zip(rows, hits):
         contexts = [corpus[i] for i in idx]
         text = "\n".join(f"Context {n}: {c}" for n, c in enumerate(contexts, 1)) + f"\nQuestion: {question}"
-        meta = {"question": question, "contexts": contexts,
-                "context_from_story": [owner[i] == story_of[passage] for i in idx]}
+        meta = {
+            "question": question,
+            "contexts": contexts,
+            "context_from_story": [owner[i] == story_of[passage] for i in idx],
+        }
         out.append(make_instance(cfg.eval_split, text, [Reference(a, True) for a in answers], meta))
     return {cfg.eval_split: out}

@@ -37,5 +37,6 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
                 raise ValueError("no answer")
             refs = [Reference(a, True) for a in dict.fromkeys(answers)]
             return make_instance(split, as_question(row["question"]), refs, {"query": row["question"]})
+
         out[split] = convert(cfg, path, arrow_rows(path), make)
     return out

@@ -15,8 +15,16 @@ from ..schema import make_instance
 from . import register
 from .rows import convert, jsonl_rows
 
-ATTRIBUTES = ("toxicity", "severe_toxicity", "profanity", "sexually_explicit", "flirtation",
-              "identity_attack", "threat", "insult")
+ATTRIBUTES = (
+    "toxicity",
+    "severe_toxicity",
+    "profanity",
+    "sexually_explicit",
+    "flirtation",
+    "identity_attack",
+    "threat",
+    "insult",
+)
 
 
 @register("real_toxicity_prompts")
@@ -29,4 +37,5 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         scores = {f"prompt_{a}": float(row[a]) for a in ATTRIBUTES}
         meta = {**scores, "toxic_prompt": scores["prompt_toxicity"] >= 0.5}
         return make_instance(cfg.eval_split, row["text"], [], meta)
+
     return {cfg.eval_split: convert(cfg, path, jsonl_rows(path), make)}

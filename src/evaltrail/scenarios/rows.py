@@ -48,8 +48,12 @@ def tsv_rows(path: Path) -> Iterator[tuple[int, object]]:
             yield reader.line_num, row
 
 
-def convert(cfg: ScenarioConfig, path: Path, rows: Iterable[tuple[int, object]],
-            fn: Callable[[object], Instance | list[Instance] | None]) -> list[Instance]:
+def convert(
+    cfg: ScenarioConfig,
+    path: Path,
+    rows: Iterable[tuple[int, object]],
+    fn: Callable[[object], Instance | list[Instance] | None],
+) -> list[Instance]:
     """Apply `fn` to each (line, row); None from fn means "not an instance" (e.g. a header row)."""
     out: list[Instance] = []
     skipped = 0
@@ -60,8 +64,10 @@ def convert(cfg: ScenarioConfig, path: Path, rows: Iterable[tuple[int, object]],
             made = fn(row)
         except MALFORMED as exc:
             if skipped >= cfg.max_malformed:
-                raise EvaltrailError(f"{path}:{no}: malformed row ({type(exc).__name__}: {exc}); "
-                                     f"fix the file or allow skips with scenario.{cfg.name}.max_malformed") from None
+                raise EvaltrailError(
+                    f"{path}:{no}: malformed row ({type(exc).__name__}: {exc}); "
+                    f"fix the file or allow skips with scenario.{cfg.name}.max_malformed"
+                ) from None
             skipped += 1
             print(f"warning: {path}:{no}: skipped malformed row ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue

@@ -25,7 +25,9 @@ def chosen(cfg: ScenarioConfig, option: str, key_of: Callable[[dict], str], noun
 
 def selector(option: str, key_of: Callable[[dict], str], noun: str) -> Callable[[ScenarioConfig], list[dict]]:
     """`select_sources` for the registry: the sources whose key was chosen."""
+
     def select(cfg: ScenarioConfig) -> list[dict]:
         wanted = set(chosen(cfg, option, key_of, noun))
         return [s for s in cfg.sources if key_of(s) in wanted]
+
     return select

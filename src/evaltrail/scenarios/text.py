@@ -14,8 +14,9 @@ def char_limit(cfg: ScenarioConfig, key: str) -> int | None:
         raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{key}: missing (a character budget, or null)")
     value = cfg.options[key]
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{key}: {value!r} is not a positive "
-                             f"integer (or null for no truncation)")
+        raise EvaltrailError(
+            f"params.yaml: scenario.{cfg.name}.{key}: {value!r} is not a positive integer (or null for no truncation)"
+        )
     return value
 
 

@@ -59,4 +59,5 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         if not question:
             raise ValueError("empty question")
         return make_instance(cfg.eval_split, question, shuffled_options(question, entry["mc1_targets"]))
+
     return {cfg.eval_split: convert(cfg, path, _entries(path), make)}

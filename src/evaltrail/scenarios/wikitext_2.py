@@ -45,4 +45,5 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     def make(article: tuple[str, str]):
         title, text = article
         return make_instance(cfg.eval_split, text, [], {"title": title})
+
     return {cfg.eval_split: convert(cfg, path, articles(path), make)}

@@ -27,4 +27,5 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         kept = truncate(document, limit)
         meta = {"id": str(row["id"]), **cut_metadata(document, kept, "document")}
         return make_instance(cfg.eval_split, kept, [Reference(summary, True)], meta)
+
     return {cfg.eval_split: convert(cfg, path, jsonl_rows(path), make)}

