@@ -140,6 +140,14 @@ class ScenarioConfig:
 BACKEND_NEEDS = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",), "hf": ("hf",)}
 """Each model backend (evaltrail.models) and the ModelConfig keys it requires."""
 
+SHA256_OF = {
+    "llama_cpp": "weights (the GGUF file)",
+    "hf": "files (each file's sha256, by name)",
+    "openai": "served (the server's identity; no weights)",
+}
+"""What each backend's model sha256 hashes (model.json's `sha256_of`, and the report's): the client
+cannot verify a served model's weights, only what the server says it serves."""
+
 
 @dataclass(frozen=True)
 class ServerConfig:

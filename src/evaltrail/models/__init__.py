@@ -12,14 +12,6 @@ from pathlib import Path
 from ..config import BACKEND_NEEDS, ModelConfig
 from ..errors import EvaltrailError
 
-SHA256_OF = {
-    "llama_cpp": "weights (the GGUF file)",
-    "hf": "files (each file's sha256, by name)",
-    "openai": "served (the server's identity; no weights)",
-}
-"""What each backend's model sha256 hashes (model.json's `sha256_of`, and the report's): the client
-cannot verify a served model's weights, only what the server says it serves."""
-
 
 def _module(cfg: ModelConfig):
     if cfg.backend == "llama_cpp":

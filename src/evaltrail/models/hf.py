@@ -14,10 +14,9 @@ from pathlib import Path
 
 import transformers
 
-from ..config import HFConfig, ModelConfig, build
+from ..config import SHA256_OF, HFConfig, ModelConfig, build
 from ..errors import EvaltrailError
 from ..hashing import sha256_file, stable_id
-from . import SHA256_OF
 
 REVISION = 1
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""

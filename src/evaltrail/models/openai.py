@@ -22,11 +22,10 @@ from typing import Iterator
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from ..config import ModelConfig, ServerConfig, build
+from ..config import SHA256_OF, ModelConfig, ServerConfig, build
 from ..errors import EvaltrailError
 from ..hashing import stable_id
 from ..tracking import shown_uri
-from . import SHA256_OF
 
 REVISION = 1
 """Bumped whenever this backend's outputs change meaning or fields, so old cache entries miss."""

@@ -21,9 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator
 
-from ..config import RunConfig
+from ..config import SHA256_OF, RunConfig
 from ..errors import EvaltrailError
-from ..models import SHA256_OF
 from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path, verify_path
 from .charts import charts
 from .data import scenario_payload

@@ -23,7 +23,7 @@ class ModelFacts:
     license: str | None
     """Weights licence from params.yaml."""
     sha256_of: str = "weights (the GGUF file)"
-    """What the sha256 hashes (evaltrail.models.SHA256_OF): a served model's is the server's word."""
+    """What the sha256 hashes (evaltrail.config.SHA256_OF): a served model's is the server's word."""
 
 
 @dataclass(frozen=True)
