@@ -3,7 +3,7 @@
 The only stage that reads params.yaml; every other stage depends on its own slice file.
 """
 
-from evaltrail.config import PARAMS_FILE, load_params, read_yaml
+from evaltrail.config import PARAMS_FILE, parse_params, read_params
 from evaltrail.io import atomic_dir
 from evaltrail.paths import PARAMS_SLICES
 from evaltrail.stage import run_stage
@@ -11,9 +11,10 @@ from evaltrail.stage_params import write_slices
 
 
 def main() -> None:
-    load_params()  # every check on the whole config, before anything is written
+    raw = read_params()
+    parse_params(raw)  # every check on the whole config, before anything is written
     with atomic_dir(PARAMS_SLICES) as staging:
-        n = write_slices(read_yaml(PARAMS_FILE), staging)
+        n = write_slices(raw, staging)
     print(f"configure: {n} stage slices of {PARAMS_FILE} -> {PARAMS_SLICES}/")
 
 

@@ -14,20 +14,12 @@ import sys
 import pytest
 import yaml
 
-from evaltrail.config import parse_params, run_from_conf
+from evaltrail.config import composed_params, parse_params, run_from_conf
 from evaltrail.errors import EvaltrailError
 from evaltrail.paths import PARAMS_SLICES, params_slice_path
 from evaltrail.stage_params import STAGE_PARAMS, load_stage_params, units, write_slices
 
 from .conftest import ROOT
-
-
-def composed(*overrides: str) -> dict:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
-        return OmegaConf.to_container(compose("config", overrides=list(overrides)), resolve=True)
 
 
 def slices(raw: dict, root) -> dict[str, str]:
@@ -57,7 +49,7 @@ def test_dvc_yaml_names_each_stage_slice_and_only_configure_reads_params_yaml():
 
 @pytest.mark.parametrize("suite", ["default", "core", "battle", "rag"])
 def test_every_stage_of_a_suite_gets_a_slice_holding_only_its_keys(suite, tmp_path):
-    raw = composed(f"suite={suite}")
+    raw = composed_params([f"suite={suite}"], ROOT / "conf")
     parse_params(raw)
     written = slices(raw, tmp_path)
     expected = {params_slice_path(s, u).relative_to(PARAMS_SLICES).as_posix() for s, u, _ in units(raw)}
@@ -73,7 +65,7 @@ def test_every_stage_of_a_suite_gets_a_slice_holding_only_its_keys(suite, tmp_pa
 
 
 def test_a_params_change_touches_only_the_slices_that_read_it(tmp_path):
-    raw = composed("suite=default")
+    raw = composed_params(["suite=default"], ROOT / "conf")
     before = slices(raw, tmp_path / "a")
     changed = copy.deepcopy(raw)
     changed["scenario"]["hellaswag"]["metrics"] = [
@@ -96,7 +88,7 @@ def test_a_params_change_touches_only_the_slices_that_read_it(tmp_path):
 
 
 def test_a_stage_reading_an_undeclared_key_fails_naming_it(tmp_path):
-    raw = composed("suite=default")
+    raw = composed_params(["suite=default"], ROOT / "conf")
     with contextlib.chdir(tmp_path):
         write_slices(raw, PARAMS_SLICES)
         run = load_stage_params("infer", f"hellaswag-{raw['models'][0]}")
@@ -119,7 +111,7 @@ def test_a_stage_reading_an_undeclared_key_fails_naming_it(tmp_path):
 
 def test_configure_refuses_bad_params_and_keeps_the_slices(tmp_path):
     """configure checks params.yaml whole: one error line, exit 1, the earlier slices untouched."""
-    raw = composed("suite=default")
+    raw = composed_params(["suite=default"], ROOT / "conf")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     env_cmd = [sys.executable, str(ROOT / "stages/configure.py")]
     ok = subprocess.run(env_cmd, cwd=tmp_path, capture_output=True, text=True)
@@ -136,7 +128,7 @@ def test_configure_refuses_bad_params_and_keeps_the_slices(tmp_path):
 
 def test_a_stage_sees_the_same_config_through_its_slice(tmp_path):
     """What a stage reads from its slice equals what the whole params.yaml says."""
-    raw = composed("suite=default")
+    raw = composed_params(["suite=default"], ROOT / "conf")
     whole = run_from_conf(["suite=default"], ROOT / "conf")
     with contextlib.chdir(tmp_path):
         write_slices(raw, PARAMS_SLICES)

@@ -558,6 +558,11 @@ def read_yaml(path: str | Path, fix: str = "fix it") -> Any:
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
+    return parse_params(read_params(path), str(path))
+
+
+def read_params(path: str | Path = PARAMS_FILE) -> dict:
+    """params.yaml as plain data, before any check of its keys."""
     path = Path(path)
     if not path.exists():
         raise EvaltrailError(f"{path}: not found; compose it with `dvc exp run` (or run from the repo root)")
@@ -566,7 +571,7 @@ def load_params(path: str | Path = PARAMS_FILE) -> RunConfig:
         raise EvaltrailError(
             f"{path}: expected a mapping at the top, got {type(raw).__name__}; recompose it with `dvc exp run`"
         )
-    return parse_params(raw, str(path))
+    return raw
 
 
 def scenario_config(run: RunConfig, name: str) -> ScenarioConfig:
@@ -613,6 +618,11 @@ def scenario_from_conf(name: str, conf_dir: str | Path = "conf") -> ScenarioConf
 def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | Path = "conf") -> RunConfig:
     """The run config Hydra composes from conf/ with `overrides` (e.g. "suite=core"), exactly as
     `dvc exp run -S ...` would write params.yaml; for checks, tests and benchmarks."""
+    return parse_params(composed_params(overrides, conf_dir), f"{conf_dir} composed with {list(overrides)}")
+
+
+def composed_params(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | Path = "conf") -> dict:
+    """What `dvc exp run -S <overrides>` writes to params.yaml, as plain data (Hydra, resolved)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -621,7 +631,7 @@ def run_from_conf(overrides: list[str] | tuple[str, ...] = (), conf_dir: str | P
             cfg = compose("config", overrides=list(overrides))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise yaml_error(exc, conf_dir, "fix it") from None
-    return parse_params(OmegaConf.to_container(cfg, resolve=True), f"{conf_dir} composed with {list(overrides)}")
+    return OmegaConf.to_container(cfg, resolve=True)
 
 
 def resources_from_conf(conf_dir: str | Path = "conf") -> dict:
