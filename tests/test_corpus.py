@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltrail.metrics.bias import bbq_bias_scores, helm_bias_metrics, load_word_lists
+from evaltrail.metrics.bias import load_word_lists
 from evaltrail.metrics.corpus import GROUPS, Context, choice_confidence, tv_from_uniform
 from evaltrail.metrics.stats import bootstrap_corpus
+
+from .reference_bias import bbq_bias_scores, helm_bias_metrics
 
 
 def gen_frame(texts, metas=None, refs=None):
@@ -122,6 +124,33 @@ def test_choice_confidence_is_softmax_of_the_top_choice():
     conf = choice_confidence(rows)
     assert conf.loc[("a", 0), "prob"] == pytest.approx(0.6) and conf.loc[("a", 0), "correct"] == 1.0
     assert conf.loc[("b", 0), "prob"] == pytest.approx(0.5) and conf.loc[("b", 0), "correct"] == 0.0  # tie: first
+
+
+def test_choice_confidence_matches_helm_expression():
+    # HELM 0.5.16 basic_metrics.py evaluate_references: max_prob = np.max(softmax(scores)); the
+    # predicted choice is the first argmax
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(2, 6, 200)
+    scores = [np.round(rng.normal(-3, 2, k), 1) for k in sizes]  # rounding makes ties
+    scores[0] = np.array([-1000.0, -1001.0])  # far from 0: no underflow
+    scores[1] = np.array([-np.inf, -0.7])  # a letter outside the returned top-k
+    sizes = [len(s) for s in scores]
+    firsts = [int(np.flatnonzero(s >= s.max())[0]) for s in scores]
+    rows = pd.DataFrame(
+        {
+            "instance_id": np.repeat([f"i{k:03d}" for k in range(len(scores))], sizes),
+            "trial": 0,
+            "choice_index": np.concatenate([np.arange(k) for k in sizes]),
+            "logprob": np.concatenate(scores),
+            "correct": np.concatenate([np.arange(k) == 0 for k in sizes]),
+        }
+    )
+    conf = choice_confidence(rows)
+    for k, (s, first) in enumerate(zip(scores, firsts)):
+        assert conf.loc[(f"i{k:03d}", 0), "prob"] == pytest.approx(np.max(softmax(s)), rel=1e-12)
+        assert conf.loc[(f"i{k:03d}", 0), "correct"] == float(first == 0)
 
 
 def test_seeded_bootstrap_of_a_corpus_group_repeats():

@@ -7,18 +7,17 @@ from fractions import Fraction
 
 import pytest
 
-from evaltrail.metrics.bias import (
+from evaltrail.metrics.bias import load_word_lists, read_literal_assignments, tokenize
+from evaltrail.scenarios.bbq import option_roles
+
+from .reference_bias import (
     BBQRecord,
     bbq_bias_scores,
     demographic_representation,
     group_counts_to_bias,
     helm_bias_metrics,
-    load_word_lists,
-    read_literal_assignments,
     stereotypical_association,
-    tokenize,
 )
-from evaltrail.scenarios.bbq import option_roles
 
 HELM = ("crfm-helm", "0.5.16")
 HELM_WORD_LISTS = "helm/benchmark/metrics/bias_word_lists.py"

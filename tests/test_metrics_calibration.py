@@ -4,7 +4,6 @@ the uncertainty-calibration 0.1.4 code HELM 0.5.16 calls (read from its sdist, n
 from __future__ import annotations
 
 import bisect
-import math
 import subprocess
 import sys
 import tarfile
@@ -12,7 +11,6 @@ from typing import List, Tuple, TypeVar
 
 import numpy as np
 import pytest
-from scipy.special import softmax
 
 from evaltrail.metrics.calibration import (
     MIN_RELIABLE_N,
@@ -20,10 +18,8 @@ from evaltrail.metrics.calibration import (
     ece,
     equal_mass_edges,
     is_reliable,
-    joint_choice_probability,
     selective_acc_at,
     selective_cov_acc_area,
-    separate_choice_probability,
 )
 
 from .test_metrics_reference import exec_functions
@@ -170,28 +166,6 @@ def test_calibration_metrics_dict_empty_and_reliability():
 def test_rejects_bad_input(probs, correct):
     with pytest.raises(ValueError):
         calibration_metrics(probs, correct)
-
-
-def test_choice_probabilities():
-    idx, p = joint_choice_probability([-1.0, -2.0, -3.0])
-    assert idx == 0 and p == pytest.approx(1 / (1 + math.exp(-1) + math.exp(-2)))
-    assert joint_choice_probability([-5.0, -1.0, -1.0]) == (1, pytest.approx(1 / (2 + math.exp(-4))))
-    assert joint_choice_probability([-math.inf, -0.7]) == (1, 1.0)  # letter outside the top-k
-    assert joint_choice_probability([-1000.0, -1001.0]) == joint_choice_probability([0.0, -1.0])
-    assert separate_choice_probability([-4.0, -6.0]) == (0, pytest.approx(1 / (1 + math.exp(-2))))
-    assert separate_choice_probability([-2.0, -2.0]) == (0, 0.5)
-    for bad in ([], [math.nan, 0.0], [-math.inf, -math.inf]):
-        with pytest.raises(ValueError):
-            joint_choice_probability(bad)
-
-
-def test_separate_matches_helm_expression():
-    # basic_metrics.py (0.5.16) evaluate_references: np.max(softmax(scores)) and the first argmax
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        scores = np.round(rng.normal(-3, 2, rng.integers(2, 6)), 1)  # rounding makes ties
-        first = int(np.flatnonzero(scores >= np.max(scores))[0])
-        assert separate_choice_probability(scores) == (first, pytest.approx(np.max(softmax(scores)), rel=1e-15))
 
 
 # --- randomized: brute force and the package's own code -------------------------------------------

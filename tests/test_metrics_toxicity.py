@@ -61,12 +61,11 @@ def test_classifier_separates_toxic_from_clean():
     from evaltrail.metrics.toxicity import (
         classifier_version,
         toxicity_probabilities,
-        toxicity_probability,
     )
 
     toxic, clean = toxicity_probabilities([TOXIC, CLEAN])
     assert toxic > 0.9 and clean < 0.2
-    assert toxicity_probability(TOXIC) == pytest.approx(toxic)
+    assert toxicity_probabilities([TOXIC]) == [pytest.approx(toxic)]  # a text scores alone as in a batch
     assert toxicity_probabilities([]) == []
     assert classifier_version() == version("alt-profanity-check")
 

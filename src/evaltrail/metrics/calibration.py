@@ -25,10 +25,7 @@ SIMD sort. Here ties keep input order (a stable sort); without ties the results 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-from scipy.special import softmax
 
 MIN_RELIABLE_N = 300
 """HELM: about 300 instances are needed for ece_10_bin to be reliable."""
@@ -104,32 +101,6 @@ def calibration_metrics(probs, correct) -> dict[str, float | None]:
         selective_acc_at(probs, correct, 0.1),
     )
     return dict(zip(METRIC_NAMES, values))
-
-
-def _softmax_argmax(logits: Sequence[float]) -> tuple[int, float]:
-    x = np.asarray(logits, dtype=float).ravel()
-    if x.size == 0 or not np.isfinite(x.max()):  # empty, NaN, +inf or all -inf
-        raise ValueError(f"need finite scores (-inf allowed, not for all): {x.tolist()}")
-    probs = softmax(x)
-    best = int(np.argmax(x))  # first maximum: ties go to the lowest index
-    return best, float(probs[best])
-
-
-def joint_choice_probability(letter_logprobs: Sequence[float]) -> tuple[int, float]:
-    """(argmax letter, its probability renormalized over the choice letters) from the letters'
-    logprobs at the answer position (-inf for a letter outside the returned top-k).
-
-    HELM's joint multiple-choice ``max_prob`` is instead exp(logprob of the whole greedy
-    completion), unnormalized: mass on non-letter tokens lowers it. Renormalizing over the
-    letters makes the confidence a distribution over the answer options, like the separate path.
-    """
-    return _softmax_argmax(letter_logprobs)
-
-
-def separate_choice_probability(scores: Sequence[float]) -> tuple[int, float]:
-    """(argmax choice, softmax(scores)[argmax]) as HELM's separate multiple-choice ``max_prob``;
-    scores are the per-choice logprobs (or HELM's per-token / calibrated variants)."""
-    return _softmax_argmax(scores)
 
 
 def reliability(probs, correct, num_bins: int = 10) -> list[dict]:

@@ -216,7 +216,7 @@ def _bbq_inputs(frame: pd.DataFrame, ctx: Context) -> Arrays | None:
     _bbq_inputs,
 )
 def _bbq(a: Arrays) -> dict[str, float | None]:
-    """BBQ accuracy per context condition and HELM's bias scores (see bias.bbq_bias_scores, of
+    """BBQ accuracy per context condition and HELM's bias scores (see tests/reference_bias.bbq_bias_scores, of
     which this is the vectorized form; a letter the model did not write counts as non-unknown)."""
     pred = a["pred"].astype(int)
     picked = np.where(pred >= 0, 1 << np.maximum(pred, 0), 0)

@@ -54,11 +54,6 @@ def toxicity_probabilities(texts: Sequence[str]) -> list[float]:
     return [float(p) for p in _predict_prob()(texts)]
 
 
-def toxicity_probability(text: str) -> float:
-    """The classifier's probability that `text` is offensive."""
-    return toxicity_probabilities([text])[0]
-
-
 def score_generations(groups: Sequence[Sequence[str]]) -> list[list[float]]:
     """Per-instance lists of generation scores, empty generations dropped (HELM drops them
     before calling Perspective). One batched classifier call for all texts."""
