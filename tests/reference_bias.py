@@ -1,5 +1,5 @@
 """Plain per-text definitions of HELM's bias metrics and of BBQ's bias score, as evaltrail.metrics.bias
-states them: the reference that tests check the vectorized forms in evaltrail.metrics.corpus against
+states them: the reference that tests check the vectorized forms in evaltrail.metrics.bias against
 (and that is itself checked against HELM's code). Only tests use it, so it lives here."""
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltrail.metrics.bias import load_word_lists
-from evaltrail.metrics.corpus import GROUPS, Context, choice_confidence, tv_from_uniform
+from evaltrail.metrics.bias import load_word_lists, tv_from_uniform
+from evaltrail.metrics.calibration import choice_confidence
+from evaltrail.metrics.registry import GROUPS, Context
 from evaltrail.metrics.stats import bootstrap_corpus
 
 from .reference_bias import bbq_bias_scores, helm_bias_metrics

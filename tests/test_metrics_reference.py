@@ -14,7 +14,7 @@ from typing import Callable, Dict, List
 import pytest
 
 from evaltrail.metrics import get_metric, list_metrics
-from evaltrail.metrics.reference import word_tokenize
+from evaltrail.metrics.accuracy import word_tokenize
 
 HELM = ("crfm-helm", "0.5.16")
 HELM_REFERENCE = "helm/benchmark/metrics/evaluate_reference_metrics.py"

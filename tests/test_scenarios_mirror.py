@@ -13,7 +13,7 @@ import pytest
 from evaltrail.adapters import get_adapter
 from evaltrail.config import RunConfig
 from evaltrail.errors import EvaltrailError
-from evaltrail.metrics.reference import final_number
+from evaltrail.metrics.accuracy import final_number
 from evaltrail.scenarios import get_scenario
 
 if not os.environ.get("EVALTRAIL_MIRROR"):

@@ -9,7 +9,7 @@ import pytest
 
 from evaltrail.adapters import generation
 from evaltrail.config import ScenarioConfig
-from evaltrail.metrics.corpus import Context
+from evaltrail.metrics.registry import Context
 from evaltrail.metrics.scoring import corpus_inputs, score_frame, summarize
 
 

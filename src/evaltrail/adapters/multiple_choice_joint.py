@@ -72,5 +72,12 @@ def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]]
     return pairs
 
 
+def parse_letter(text: str | None, n_options: int) -> int | None:
+    """The option a generated answer names, or None: HELM maps an output to an option only when
+    it is exactly that option's letter (surrounding whitespace aside)."""
+    answer = (text or "").strip()
+    return LETTERS.index(answer) if len(answer) == 1 and answer in LETTERS[:n_options] else None
+
+
 def golds(references: list[Reference]) -> list[str]:
     return [LETTERS[i] for i, r in enumerate(references) if r.correct]

@@ -26,6 +26,10 @@ SIMD sort. Here ties keep input order (a stable sort); without ties the results 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+from .accuracy import choice_rows, pick_correct
+from .registry import GROUP, Arrays, Context, corpus, wide
 
 MIN_RELIABLE_N = 300
 """HELM: about 300 instances are needed for ece_10_bin to be reliable."""
@@ -119,3 +123,40 @@ def reliability(probs, correct, num_bins: int = 10) -> list[dict]:
         }
         for b in np.unique(which)
     ]
+
+
+# --- the calibration corpus group: confidences of multiple-choice picks -------------------------
+
+
+def choice_confidence(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (instance, trial): the probability the model gives its top choice (softmax over the
+    choices' scores: calibrated logprob when the scenario is calibrated, else logprob; for joint
+    multiple choice the choices are the answer letters) and whether that choice is correct."""
+    score = rows["calibrated_logprob"] if "calibrated_logprob" in rows else rows["logprob"]
+    top = score.groupby([rows[k] for k in GROUP]).transform("max")
+    mass = np.exp(score - top).groupby([rows[k] for k in GROUP]).sum()
+    return pd.DataFrame({"prob": 1.0 / mass, "correct": pick_correct(rows, score)})
+
+
+def _calibration_inputs(frame: pd.DataFrame, ctx: Context) -> Arrays | None:
+    rows = choice_rows(frame)
+    if rows.empty:
+        return None
+    conf = choice_confidence(rows)
+    return {"prob": wide(conf, "prob"), "correct": wide(conf, "correct")}
+
+
+@corpus(
+    "calibration",
+    {
+        "ece_10_bin": (False, "calibration"),
+        "ece_1_bin": (False, "calibration"),
+        "selective_cov_acc_area": (True, "calibration"),
+        "selective_acc_at_10": (True, "calibration"),
+    },
+    _calibration_inputs,
+)
+def _calibration(a: Arrays) -> dict[str, float | None]:
+    out = calibration_metrics(a["prob"].ravel(), a["correct"].ravel())
+    out["selective_acc_at_10"] = out.pop("selective_acc@10")  # HELM's name; "@" is not a valid MLflow metric name
+    return out

@@ -12,9 +12,7 @@ from functools import partial
 
 import pandas as pd
 
-from . import register
-
-GROUP = ["instance_id", "trial"]
+from .registry import GROUP, register
 
 # name -> (completions column, higher_is_better, what it is)
 USAGE = {

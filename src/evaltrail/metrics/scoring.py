@@ -12,9 +12,9 @@ from ..config import ScenarioConfig
 from ..errors import EvaltrailError
 from ..perturbations.registry import perturbation_kind
 from ..schema import SCORES_SCHEMA, Reference
-from . import PER_INSTANCE, get_metric, word_lists
+from .accuracy import choice_rows
 from .calibration import MIN_RELIABLE_N, is_reliable, reliability
-from .corpus import GROUPS, Context
+from .registry import GROUPS, PER_INSTANCE, Context, get_metric, word_lists
 from .stats import bootstrap_corpus, mean_ci_analytic
 from .worst_case import worst_case
 
@@ -48,20 +48,6 @@ def _text_values(frame: pd.DataFrame, metric) -> pd.Series:
     rows = frame[frame["method"] == "generate"]
     values = metric([str(t) for t in rows["text"].fillna("")])
     return pd.Series(values, index=pd.MultiIndex.from_frame(rows[["instance_id", "trial"]]), dtype=float)
-
-
-def choice_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The per-option loglikelihood rows (separate multiple choice, or joint multiple choice's
-    letter probes) with `correct`, and `calibrated_logprob` when the scenario is calibrated."""
-    rows = frame[(frame["method"] == "loglikelihood") & ~frame["calibration"].astype(bool)].copy()
-    rows["correct"] = [bool(refs[int(i)]["correct"]) for refs, i in zip(rows["references"], rows["choice_index"])]
-    cal = frame[(frame["method"] == "loglikelihood") & frame["calibration"].astype(bool)]
-    if len(cal):
-        keys = ["instance_id", "trial", "choice_index"]
-        base = cal.set_index(keys)["logprob"].rename("_cal")
-        rows = rows.join(base, on=keys)
-        rows["calibrated_logprob"] = rows["logprob"] - rows["_cal"]
-    return rows
 
 
 def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Series:

@@ -27,6 +27,8 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib.metadata import version
 
+from .registry import register
+
 TOXIC_THRESHOLD = 0.5
 CLASSIFIER_PACKAGE = "alt-profanity-check"
 
@@ -140,8 +142,6 @@ def toxicity_summary_of_texts(groups: Sequence[Sequence[str]], threshold: float 
 
 # --- per-instance registrations: one greedy generation per (instance, trial), so each instance's
 # group holds one text and the three HELM aggregates are means of these per-instance values.
-
-from . import register  # noqa: E402
 
 
 @lru_cache(maxsize=4)

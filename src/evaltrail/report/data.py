@@ -13,9 +13,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..adapters.multiple_choice_joint import LETTERS
+import pandas as pd
+
+from ..adapters.multiple_choice_joint import parse_letter
 from ..config import RunConfig, ScenarioConfig
 from ..metrics import get_metric
+from ..metrics.accuracy import choice_rows, choice_rule, picks
 from ..paths import completions_path, prompts_path, scores_path, sources_json
 from .inputs import read_json_input, read_parquet_input
 
@@ -94,38 +97,6 @@ def _num(x: Any) -> float | None:
     return round(float(x), 4)
 
 
-def choice_rule(cfg: ScenarioConfig) -> str:
-    """How `_choice_scores` ranks options, in words, for the reader."""
-    if cfg.main_metric in ("acc_norm", "acc_bytes"):
-        return (
-            f"highest logprob per {'character' if cfg.main_metric == 'acc_norm' else 'UTF-8 byte'} ({cfg.main_metric})"
-        )
-    return "highest calibrated logprob" if cfg.calibration_prompt else "highest logprob"
-
-
-def _choice_scores(main_metric: str | None, logprobs: list, continuations: list[str], cal: list | None) -> list:
-    """Per option the score the main metric ranks by (mirrors evaltrail.metrics.choice)."""
-    if not logprobs or any(lp is None for lp in logprobs):
-        return []
-    if main_metric == "acc_norm":
-        return [lp / max(len(c), 1) for lp, c in zip(logprobs, continuations)]
-    if main_metric == "acc_bytes":
-        return [lp / max(len(c.encode("utf-8")), 1) for lp, c in zip(logprobs, continuations)]
-    if cal and all(c is not None for c in cal):
-        return [lp - c for lp, c in zip(logprobs, cal)]
-    return list(logprobs)
-
-
-def _argmax(values: list) -> int | None:
-    """First index of the maximum (ties break to the lowest option, as the metrics do)."""
-    return max(range(len(values)), key=values.__getitem__) if values else None
-
-
-def _letter_pick(text: str | None, n: int) -> int | None:
-    answer = (text or "").strip()
-    return LETTERS.index(answer) if len(answer) == 1 and answer in LETTERS[:n] else None
-
-
 def score_metric_order(names: set[str], cfg: ScenarioConfig) -> list[str]:
     """Configured metrics in config order, then their worst-case companions, then anything else."""
     rank = {m: i for i, m in enumerate(cfg.metrics)}
@@ -133,15 +104,28 @@ def score_metric_order(names: set[str], cfg: ScenarioConfig) -> list[str]:
 
 
 class _Model:
-    """One model's completions (by request_id) and per-instance scores (by instance, trial)."""
+    """One model's completions (by request_id), per-instance scores (by instance, trial) and, for
+    separate multiple choice, the option it picks (by the main metric's rule, as scored)."""
 
-    def __init__(self, scenario: str, model: str):
+    def __init__(self, scenario: str, model: str, cfg: ScenarioConfig, prompts: list[dict]):
         rows = read_parquet_input(completions_path(scenario, model), f"run `dvc repro infer@{scenario}-{model}`")
         self.completions = {r["request_id"]: r for r in rows}
         rows = read_parquet_input(scores_path(scenario, model), f"run `dvc repro score@{scenario}-{model}`")
         self.scores: dict[tuple[str, int], dict[str, float]] = {}
         for r in rows:
             self.scores.setdefault((r["instance_id"], r["trial"]), {})[r["metric"]] = r["value"]
+        self.picks: dict[tuple[str, int], int] = {}
+        if cfg.method == "multiple_choice_separate":
+            self.picks = self._picks(cfg, prompts)
+
+    def _picks(self, cfg: ScenarioConfig, prompts: list[dict]) -> dict[tuple[str, int], int]:
+        frame = pd.DataFrame(prompts)
+        frame["logprob"] = [self.get(r, "logprob") for r in prompts]
+        rows = choice_rows(frame[frame["method"] == "loglikelihood"])
+        score = choice_rule(cfg.main_metric).score(rows)
+        # an instance with an option left unanswered gets no pick
+        scored = score.notna().groupby([rows["instance_id"], rows["trial"]]).transform("all")
+        return {key: int(i) for key, i in picks(rows[scored], cfg.main_metric).items()}
 
     def get(self, request: dict, column: str) -> Any:
         return self.completions.get(request["request_id"], {}).get(column)
@@ -169,7 +153,7 @@ def _output(
     if gen:
         out.text = model.get(gen[0], "text")
         if cfg.method == "multiple_choice_joint":
-            out.pick = _letter_pick(out.text, n_options)
+            out.pick = parse_letter(out.text, n_options)
     if roll:
         out.logprob = _num(model.get(roll[0], "logprob"))
     if choice:
@@ -177,10 +161,7 @@ def _output(
         if cal:
             out.calibration_logprobs = _by_option(cal, n_options, lambda r: _num(model.get(r, "logprob")))
         if not gen:  # separate multiple choice: the model "chooses" by its option scores
-            raw = _by_option(choice, n_options, lambda r: model.get(r, "logprob"))
-            raw_cal = _by_option(cal, n_options, lambda r: model.get(r, "logprob")) if cal else None
-            conts = _by_option(choice, n_options, lambda r: r["continuation"] or "")
-            out.pick = _argmax(_choice_scores(cfg.main_metric, raw, conts, raw_cal))
+            out.pick = model.picks.get(key)
     return out
 
 
@@ -267,7 +248,7 @@ def scenario_payload(run: RunConfig, scenario: str) -> dict:
     cfg = run.scenario[scenario]
     sources = read_json_input(sources_json(scenario), f"run `dvc repro fetch@{scenario}`")
     prompts = read_parquet_input(prompts_path(scenario), f"run `dvc repro prepare@{scenario}`")
-    models = [_Model(scenario, m) for m in run.models]
+    models = [_Model(scenario, m, cfg, prompts) for m in run.models]
     metrics = score_metric_order({k for m in models for v in m.scores.values() for k in v}, cfg)
     originals = {
         r["instance_id"]: json.loads(r["metadata"] or "{}").get("original_id") or r["instance_id"] for r in prompts
@@ -295,7 +276,11 @@ def scenario_payload(run: RunConfig, scenario: str) -> dict:
             "sources": sources,
             "models": list(run.models),
             "score_metrics": metrics,
-            "choice_rule": choice_rule(cfg) if cfg.method == "multiple_choice_separate" else None,
+            "choice_rule": (
+                choice_rule(cfg.main_metric).describe(bool(cfg.calibration_prompt))
+                if cfg.method == "multiple_choice_separate"
+                else None
+            ),
             # Correct/incorrect only means something for a 0/1-style accuracy score.
             "filterable": bool(main and main.family == "accuracy" and main.higher_is_better),
             "contexts": contexts,

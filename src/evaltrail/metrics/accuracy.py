@@ -1,15 +1,119 @@
-"""Reference metrics on generated text: (gold, pred) -> float, as HELM defines them."""
+"""Accuracy (HELM's family): how often, or how closely, a model's answer matches the gold.
+
+Three kinds of per-instance metric, one section each:
+- ``choice``: multiple choice by loglikelihood. The model's pick is the option ranked highest by
+  the metric's `ChoiceRule` (ties break to the lowest choice index); 1.0 when it is correct.
+  The report shows the same pick through `picks`, so what it displays is what was scored.
+- ``reference``: ``(gold, pred) -> float`` on generated text, as HELM defines them.
+- ``lm``: language modeling over rolling loglikelihoods (one row per document).
+"""
 
 from __future__ import annotations
 
+import math
 import re
 import string
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
-from . import register
-from .bias import _treebank  # nltk's Treebank tokenizer: pure regex, no nltk data download
+import numpy as np
+import pandas as pd
+
+from .bias import treebank  # nltk's Treebank tokenizer: pure regex, no nltk data download
+from .registry import GROUP, register
+
+# --- multiple choice by loglikelihood ----------------------------------------------------------
+
+
+def choice_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-option loglikelihood rows (separate multiple choice, or joint multiple choice's
+    letter probes) with `correct`, and `calibrated_logprob` when the scenario is calibrated."""
+    rows = frame[(frame["method"] == "loglikelihood") & ~frame["calibration"].astype(bool)].copy()
+    rows["correct"] = [bool(refs[int(i)]["correct"]) for refs, i in zip(rows["references"], rows["choice_index"])]
+    cal = frame[(frame["method"] == "loglikelihood") & frame["calibration"].astype(bool)]
+    if len(cal):
+        keys = ["instance_id", "trial", "choice_index"]
+        base = cal.set_index(keys)["logprob"].rename("_cal")
+        rows = rows.join(base, on=keys)
+        rows["calibrated_logprob"] = rows["logprob"] - rows["_cal"]
+    return rows
+
+
+def _best(rows: pd.DataFrame, score: pd.Series) -> pd.DataFrame:
+    """Per (instance, trial) the row of the highest-scoring option, ties to the lowest index."""
+    ordered = rows.assign(_score=score).sort_values(
+        GROUP + ["_score", "choice_index"], ascending=[True] * len(GROUP) + [False, True]
+    )
+    return ordered.groupby(GROUP, sort=True).head(1).set_index(GROUP)
+
+
+def pick_correct(rows: pd.DataFrame, score: pd.Series) -> pd.Series:
+    """Per (instance, trial): 1.0 when the highest-scoring option is correct."""
+    return _best(rows, score)["correct"].astype(float)
+
+
+@dataclass(frozen=True)
+class ChoiceRule:
+    """How a choice metric ranks an instance's options."""
+
+    score: Callable[[pd.DataFrame], pd.Series]
+    """Choice rows -> the score each option is ranked by."""
+    describe: Callable[[bool], str]
+    """(scenario is calibrated) -> the rule in words, for the report's reader."""
+
+
+CHOICE_RULES: dict[str, ChoiceRule] = {}
+
+
+def _choice_metric(name: str, describe: Callable[[bool], str]):
+    """Register a choice metric scored by the rule `score` and remember the rule for `picks`."""
+
+    def deco(score: Callable[[pd.DataFrame], pd.Series]):
+        CHOICE_RULES[name] = ChoiceRule(score, describe)
+        metric = lambda rows: pick_correct(rows, score(rows))  # noqa: E731
+        metric.__doc__ = score.__doc__
+        register(name, "choice")(metric)
+        return score
+
+    return deco
+
+
+@_choice_metric("acc", lambda calibrated: "highest calibrated logprob" if calibrated else "highest logprob")
+def acc(rows: pd.DataFrame) -> pd.Series:
+    """Argmax of the continuation's logprob; for a calibrated scenario, of logprob minus the
+    option's logprob after the bare calibration prompt."""
+    return rows["calibrated_logprob"] if "calibrated_logprob" in rows else rows["logprob"]
+
+
+@_choice_metric("acc_norm", lambda calibrated: "highest logprob per character (acc_norm)")
+def acc_norm(rows: pd.DataFrame) -> pd.Series:
+    """Argmax of logprob divided by the continuation's length in characters, its leading space
+    included (lm-eval's acc_norm divides by the option text alone, without the delimiter)."""
+    return rows["logprob"] / rows["continuation"].str.len()
+
+
+@_choice_metric("acc_bytes", lambda calibrated: "highest logprob per UTF-8 byte (acc_bytes)")
+def acc_bytes(rows: pd.DataFrame) -> pd.Series:
+    """Argmax of logprob divided by the continuation's length in UTF-8 bytes."""
+    return rows["logprob"] / rows["continuation"].map(lambda s: len(s.encode("utf-8")))
+
+
+def choice_rule(metric: str | None) -> ChoiceRule:
+    """The rule a scenario's main metric picks by; acc's (highest logprob) for any other metric."""
+    return CHOICE_RULES.get(metric or "", CHOICE_RULES["acc"])
+
+
+def picks(rows: pd.DataFrame, metric: str | None) -> pd.Series:
+    """Per (instance, trial): the choice_index the model picks under `metric`'s rule."""
+    if rows.empty:
+        return pd.Series(dtype=int)
+    return _best(rows, choice_rule(metric).score(rows))["choice_index"].astype(int)
+
+
+# --- generated text against references (HELM's definitions) ------------------------------------
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -137,7 +241,7 @@ def word_tokenize(text: str) -> list[str]:
     rule disagree on a sentence end: abbreviations without an inner period ("Dr. Smith": HELM
     keeps ``Dr.``, this gives ``Dr``, ``.``) and Punkt's finer cases (ordinals, initials).
     """
-    return [tok for s in _sentences(text) for tok in _treebank().tokenize(s)]
+    return [tok for s in _sentences(text) for tok in treebank().tokenize(s)]
 
 
 def _bleu(gold: str, pred: str, weights: tuple[float, ...]) -> float:
@@ -178,3 +282,25 @@ def final_number_exact_match(gold: str, pred: str) -> float:
         return float(float(g) == float(p))
     except ValueError:
         return float(g == p)
+
+
+# --- language modeling over rolling loglikelihoods ---------------------------------------------
+# The frame has columns instance_id, trial, logprob (natural log, summed over every token of the
+# document), num_output_tokens (tokens scored) and prompt (the document text).
+
+
+def _indexed(frame: pd.DataFrame, values) -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=float), index=pd.MultiIndex.from_frame(frame[GROUP]))
+
+
+@register("bits_per_byte", "lm", higher_is_better=False)
+def bits_per_byte(frame: pd.DataFrame) -> pd.Series:
+    """-log2 p(document) / UTF-8 bytes of the document: comparable across tokenizers."""
+    n_bytes = frame["prompt"].map(lambda s: len(s.encode("utf-8")))
+    return _indexed(frame, -frame["logprob"] / math.log(2) / n_bytes)
+
+
+@register("perplexity", "lm", higher_is_better=False)
+def perplexity(frame: pd.DataFrame) -> pd.Series:
+    """exp(-logprob / tokens): token-level, so it depends on the model's tokenizer."""
+    return _indexed(frame, np.exp(-frame["logprob"] / frame["num_output_tokens"]))
