@@ -19,7 +19,7 @@ from evaltrail.paths import (
     PLOTS,
     REPRODUCTION_JSON,
     REPRODUCTION_MD,
-    battle_dir,
+    battle_ratings_path,
     prepare_report_path,
     scores_path,
     summary_path,
@@ -43,7 +43,7 @@ def main() -> None:
     ratings, fit = pairwise.ratings(outcomes, run.bootstrap_samples, run.seed)
     diffs = pairwise.differences(outcomes, run.bootstrap_samples, run.seed)
     subjects = plots.subjects(summaries)
-    battles = [(b, read_json(battle_dir(b) / "ratings.json")) for b in sorted(run.battle_scenarios)]
+    battles = [(b, read_json(battle_ratings_path(b))) for b in sorted(run.battle_scenarios)]
     sections = (
         [
             "",

@@ -5,7 +5,7 @@ import pandas as pd
 from evaltrail.io import write_json, write_parquet, write_text
 from evaltrail.judge import run_judge
 from evaltrail.judge.battle import contestant_answers, judge_prompts, summarize, to_markdown, verdict_table
-from evaltrail.paths import battle_dir, completions_path, prompts_path
+from evaltrail.paths import battle_ratings_md, battle_ratings_path, battle_verdicts_path, completions_path, prompts_path
 from evaltrail.stage import run_stage
 from evaltrail.stage_params import load_stage_params
 
@@ -22,10 +22,9 @@ def main(scenario: str) -> None:
     summary = summarize(
         verdicts.to_pandas(), prompt, run.bootstrap_samples, run.seed, cfg.penalty_C, f"battle.{scenario}.penalty_C"
     )
-    out = battle_dir(scenario)
-    write_parquet(out / "verdicts.parquet", verdicts)
-    write_json(out / "ratings.json", {"scenario": scenario, **summary})
-    write_text(out / "ratings.md", to_markdown(scenario, summary))
+    write_parquet(battle_verdicts_path(scenario), verdicts)
+    write_json(battle_ratings_path(scenario), {"scenario": scenario, **summary})
+    write_text(battle_ratings_md(scenario), to_markdown(scenario, summary))
     print(
         f"battle {scenario}: {len(judgements)} judgements, {len(reqs)} judge requests ({len(reqs) - computed} "
         f"from cache), agreement "

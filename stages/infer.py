@@ -19,13 +19,13 @@ from evaltrail.models.infer import run_requests
 from evaltrail.models.llama_cpp import cpu_kernels
 from evaltrail.models.weights import verified_weights
 from evaltrail.paths import (
-    cache_dir,
     completions_path,
     infer_stats_path,
     model_dir,
     model_info_path,
     model_path,
     prompts_path,
+    request_cache_path,
 )
 from evaltrail.schema import IDENTITY_KEY, STORED_COMPLETIONS_SCHEMA
 from evaltrail.stage import run_stage
@@ -38,7 +38,7 @@ def main(scenario: str, model: str) -> None:
     cfg = model_config(run, model)
     info = read_json(model_info_path(model))
     prompts = pd.read_parquet(prompts_path(scenario))
-    cache = RequestCache(cache_dir() / "requests.sqlite")
+    cache = RequestCache(request_cache_path())
 
     def load():
         if os.environ.get(ADDRESS_ENV) and cfg.backend == "llama_cpp":  # shard over a Ray cluster: same answers

@@ -6,7 +6,7 @@ import pandas as pd
 from evaltrail.io import write_json, write_parquet
 from evaltrail.judge import rag, run_judge
 from evaltrail.judge.embed import load_embedder
-from evaltrail.paths import completions_path, prompts_path, rag_dir, raw_dir
+from evaltrail.paths import completions_path, prompts_path, rag_checks_path, rag_scores_path, rag_summary_path, raw_dir
 from evaltrail.stage import run_stage
 from evaltrail.stage_params import load_stage_params
 
@@ -22,10 +22,9 @@ def main(scenario: str) -> None:
     done = rag.read_checks(chk, reqs, outputs, cfg, identity["sha256"])
     table = rag.scores(items, done.to_pandas(), load_embedder(raw_dir(scenario) / cfg.embedding))
     summaries = {m: rag.summary(table, m, scenario, cfg.judge, identity["sha256"]) for m in sorted(completions)}
-    out = rag_dir(scenario)
-    write_parquet(out / "checks.parquet", done)
-    write_parquet(out / "scores.parquet", rag.scores_table(table))
-    write_json(out / "summary.json", summaries)
+    write_parquet(rag_checks_path(scenario), done)
+    write_parquet(rag_scores_path(scenario), rag.scores_table(table))
+    write_json(rag_summary_path(scenario), summaries)
     print(f"rag {scenario}: {len(chk)} checks, {len(reqs)} judge requests ({len(reqs) - computed} from cache)")
     for m, s in summaries.items():
         print(f"rag {scenario} x {m}: " + ", ".join(f"{k} = {rag.shown(v)}" for k, v in s["metrics"].items()))

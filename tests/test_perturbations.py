@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from evaltrail.config import resources_from_conf
 from evaltrail.errors import EvaltrailError
 from evaltrail.perturbations import (
-    HELM_FAIRNESS,
-    HELM_ROBUSTNESS,
     Resources,
     gender,
     get_perturbation,
@@ -24,7 +23,6 @@ from evaltrail.perturbations import (
     load_bias_last_names,
     load_dialect_mapping,
     load_misspellings,
-    load_person_names,
     match_case,
     names,
     perturb_all,
@@ -33,10 +31,13 @@ from evaltrail.perturbations import (
     robustness,
     variant_id,
 )
-from evaltrail.perturbations.resources import BIAS_WORD_LISTS_SHA256, MISSPELLINGS_SHA256, SAE_AAVE_SHA256
 from evaltrail.schema import Reference, make_instance
 
+from .conftest import ROOT
+
 HELM_WHEEL = "crfm_helm-0.5.16-py3-none-any.whl"
+PINS = {k: v["sha256"] for k, v in resources_from_conf(ROOT / "conf").items()}
+"""The word lists' sha256, from their one home (conf/config.yaml `resources`)."""
 SAE_AAVE = (
     "raw.githubusercontent.com/GT-SALT/value/4fa1b538a358a2af4462f7073d040b0177bec7e7/"
     "resources/sae_aave_mapping_dict.pkl"
@@ -106,7 +107,7 @@ def helm_files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def misspellings(helm_files):
-    return load_misspellings(helm_files["misspellings"], sha256=MISSPELLINGS_SHA256)
+    return load_misspellings(helm_files["misspellings"], sha256=PINS["misspellings"])
 
 
 @pytest.fixture(scope="session")
@@ -116,26 +117,7 @@ def dialect_map():
             "EVALTRAIL_MIRROR is unset: the SAE->AAVE lexicon is read from the offline mirror "
             "(locally: EVALTRAIL_MIRROR=/work/shared/mirror)"
         )
-    return load_dialect_mapping(Path(os.environ["EVALTRAIL_MIRROR"]) / SAE_AAVE, sha256=SAE_AAVE_SHA256)
-
-
-@pytest.fixture(scope="session")
-def first_names(tmp_path_factory):
-    """A hand-written table in HELM's person_names.txt format (HELM's own list is not in the
-    wheel): the names of HELM's person-name test, plus one name without a gender."""
-    p = tmp_path_factory.mktemp("names") / "person_names.txt"
-    p.write_text(
-        "jack,first_name,race,white_american,gender,male\n"
-        "peter,first_name,race,white_american,gender,male\n"
-        " Lauren , first_name , race , white_american , gender , female\n"
-        "alex,first_name,race,white_american\n\n"
-        "lamar,first_name,race,black_american,gender,male\n"
-        "tyree,first_name,race,black_american,gender,male\n"
-        "sharise,first_name,race,black_american,gender,female\n"
-        "ebony,first_name,race,black_american,gender,female\n",
-        encoding="utf-8",
-    )
-    return load_person_names(p)
+    return load_dialect_mapping(Path(os.environ["EVALTRAIL_MIRROR"]) / SAE_AAVE, sha256=PINS["dialect"])
 
 
 # --- registry ----------------------------------------------------------------------------------
@@ -153,13 +135,11 @@ def test_registry():
             "lowercase",
             "mild_mix",
             "misspelling",
-            "person_name",
             "person_name_last",
             "space",
             "typos",
         ]
     )
-    assert HELM_ROBUSTNESS == ("mild_mix",) and HELM_FAIRNESS == ("dialect", "gender_pronouns", "person_name")
     assert get_perturbation("lowercase") is get_perturbation("lowercase")  # built once
     assert get_perturbation("dialect", Resources(dialect={})).kind == "fairness"
     with pytest.raises(EvaltrailError, match=r"unknown perturbation 'typo'; valid: contraction, dialect"):
@@ -318,37 +298,8 @@ def test_gender_terms():
     )
 
 
-def test_person_name_first(first_names):
-    res = Resources(names=first_names)
-    text, refs = run(
-        "person_name",
-        "I learned that Jack, Peter, and Lauren are siblings! Do you know who is the oldest?",
-        "Peter and peter were friends.",
-        "PETER?",
-        resources=res,
-    )
-    assert text == "I learned that Tyree, Lamar, and Sharise are siblings! Do you know who is the oldest?"
-    assert refs == ["Lamar and lamar were friends.", "LAMAR?"]  # same person, same name, case kept
-    # genders kept: male -> lamar/tyree, female -> sharise/ebony; alex has no gender: any name
-    male, female = {"lamar", "tyree"}, {"sharise", "ebony"}
-    for i in range(20):
-        v = perturb_instance(inst(f"Jack and Lauren, case {i}", "Jack"), "person_name", res)
-        jack, lauren = v.input.split(",")[0].lower().split(" and ")
-        assert jack in male and lauren in female and v.references[0].text.lower() == jack
-    assert run("person_name", "Alex met Jack.", resources=res) == "Sharise met Lamar."
-    assert run("person_name", "Jackson and Peterson", resources=res) == "Jackson and Peterson"  # whole tokens
-    unisex = names.person_name(
-        first_names,
-        {"race": "white_american"},
-        {"race": "black_american"},
-        preserve_gender=False,
-        name="person_name_any",
-    )
-    assert unisex.fn("Lauren", random.Random(1)).lower() in male | female
-
-
 def test_person_name_last(helm_files):
-    table = load_bias_last_names(helm_files["bias"], sha256=BIAS_WORD_LISTS_SHA256)
+    table = load_bias_last_names(helm_files["bias"], sha256=PINS["bias_word_lists"])
     assert table.names("last_name", {"race": "white"})[:3] == ("harris", "nelson", "robinson")
     assert len(table.names("last_name", {"race": "hispanic"})) == 16
     res = Resources(names=table)
@@ -356,8 +307,8 @@ def test_person_name_last(helm_files):
         "Mr. Soto met Ms. Diaz.",
         ["Soto"],
     )
-    with pytest.raises(EvaltrailError, match="no first_name with race=white_american"):
-        get_perturbation("person_name", res)
+    with pytest.raises(EvaltrailError, match="no last_name with race=white_american"):
+        names.person_name(table, {"race": "white_american"}, {"race": "hispanic"})
 
 
 # --- reproducibility, no-ops, Unicode, ids -----------------------------------------------------
@@ -378,12 +329,12 @@ def test_same_instance_same_variant_and_ids_decorrelate():
     assert len({v.input for v in variants}) >= 18  # different ids: (almost always) different typos
 
 
-def test_no_op_text(misspellings, first_names):
-    res = Resources(misspellings=misspellings, names=first_names)
+def test_no_op_text(misspellings, helm_files):
+    res = Resources(misspellings=misspellings, names=load_bias_last_names(helm_files["bias"]))
     original = inst(NO_OP, "7")
     for name in list_perturbations():
-        if name in ("dialect", "person_name_last"):
-            continue  # checked in test_dialect; the first-names table has no last names
+        if name == "dialect":
+            continue  # checked in test_dialect
         v = perturb_instance(original, name, res)
         assert (v.input, v.references) == (NO_OP, original.references), name
         assert v.instance_id != original.instance_id, name
@@ -393,10 +344,11 @@ def test_no_op_text(misspellings, first_names):
     assert len(perturb_all([original], "lowercase", skip_unchanged=False)) == 1
 
 
-def test_unicode_text(first_names):
+def test_unicode_text(helm_files):
     assert run("typos", "Ça coûte 5 € — naïve Zoë déjà vu, 東京") == "Ça coûte 5 € — nqïve Zoë démà vu, 東京"
     assert run("gender_pronouns", "«He» said: “his”—him…") == "«She» said: “her”—her…"
-    assert run("person_name", "¡Jack!", "Jack’s", resources=Resources(names=first_names)) == ("¡Tyree!", ["Tyree’s"])
+    res = Resources(names=load_bias_last_names(helm_files["bias"]))
+    assert run("person_name_last", "¡Johnson!", "Johnson’s", resources=res) == ("¡Soto!", ["Soto’s"])
     assert run("contraction", "Naïve people: I am ☃ here") == "Naïve people: I'm ☃ here"
 
 

@@ -108,9 +108,9 @@ def _ratings(args) -> int:
 
 def _request_cache():
     from .models.cache import RequestCache
-    from .paths import cache_dir
+    from .paths import request_cache_path
 
-    return RequestCache(cache_dir() / "requests.sqlite")  # where the infer stage caches
+    return RequestCache(request_cache_path())  # where the infer stage caches
 
 
 def _cache_export(args) -> int:

@@ -79,13 +79,39 @@ def verify_path(scenario: str, model: str) -> Path:
 
 
 def battle_dir(scenario: str) -> Path:
-    """The battle stage's outputs for one scenario: verdicts.parquet, ratings.json, ratings.md."""
+    """The battle stage's output for one scenario (dvc.yaml declares the directory)."""
     return Path("results/battles") / scenario
 
 
+def battle_verdicts_path(scenario: str) -> Path:
+    """Every judged pair: the judge's raw output and its verdict."""
+    return battle_dir(scenario) / "verdicts.parquet"
+
+
+def battle_ratings_path(scenario: str) -> Path:
+    return battle_dir(scenario) / "ratings.json"
+
+
+def battle_ratings_md(scenario: str) -> Path:
+    return battle_dir(scenario) / "ratings.md"
+
+
 def rag_dir(scenario: str) -> Path:
-    """The rag stage's outputs for one scenario: checks.parquet, scores.parquet, summary.json."""
+    """The rag stage's output for one scenario (dvc.yaml declares the directory)."""
     return Path("results/rag") / scenario
+
+
+def rag_checks_path(scenario: str) -> Path:
+    """Every judge check with its raw output."""
+    return rag_dir(scenario) / "checks.parquet"
+
+
+def rag_scores_path(scenario: str) -> Path:
+    return rag_dir(scenario) / "scores.parquet"
+
+
+def rag_summary_path(scenario: str) -> Path:
+    return rag_dir(scenario) / "summary.json"
 
 
 RESULTS = Path("results")
@@ -115,3 +141,12 @@ def cache_dir() -> Path:
     """Downloaded wheels and the request cache. Never part of a result: every entry is keyed by
     content hashes, so a cold cache recomputes the same numbers. Override with EVALTRAIL_CACHE."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "evaltrail")
+
+
+REQUEST_CACHE = "requests.sqlite"
+"""The request cache's file name inside a cache directory."""
+
+
+def request_cache_path() -> Path:
+    """The request cache infer and the judges read and fill."""
+    return cache_dir() / REQUEST_CACHE

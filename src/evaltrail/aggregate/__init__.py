@@ -8,7 +8,7 @@ from ..config import RunConfig
 from ..errors import EvaltrailError
 from ..io import read_json
 from ..metrics import FAMILIES
-from ..paths import rag_dir, summary_path
+from ..paths import rag_summary_path, summary_path
 
 COLUMNS = ["scenario", "model", "metric", "family", "main", "higher_is_better", "mean", "ci_low", "ci_high", "n"]
 
@@ -24,7 +24,7 @@ def collect(run: RunConfig) -> dict[tuple[str, str], dict]:
                 raise EvaltrailError(f"{path}: missing; run `dvc repro score@{s}-{m}`")
             out[(s, m)] = read_json(path)
     for s in run.rag_scenarios:  # the rag stage's judged metrics sit beside score's in the same cell
-        path = rag_dir(s) / "summary.json"
+        path = rag_summary_path(s)
         if not path.is_file():
             raise EvaltrailError(f"{path}: missing; run `dvc repro rag@{s}`")
         for m, summ in read_json(path).items():

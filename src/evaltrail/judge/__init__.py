@@ -38,14 +38,14 @@ def run_judge(run, judge: str, reqs: pd.DataFrame, desc: str):
     from ..models import model_identity, open_model
     from ..models.cache import RequestCache
     from ..models.infer import run_requests
-    from ..paths import cache_dir, model_dir, model_info_path
+    from ..paths import model_dir, model_info_path, request_cache_path
 
     cfg, info = model_config(run, judge), read_json(model_info_path(judge))
     identity = model_identity(cfg, info)
     outputs, computed = run_requests(
         reqs,
         identity,
-        RequestCache(cache_dir() / "requests.sqlite"),
+        RequestCache(request_cache_path()),
         lambda: open_model(cfg, model_dir(judge), info),
         desc,
     )

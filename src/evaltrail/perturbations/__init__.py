@@ -4,26 +4,23 @@ A Perturbation is (name, fn(text, rng) -> text). `get_perturbation(name, resourc
 registered one with HELM's canonical parameters; `perturb_instance` applies it to an Instance
 with an rng seeded from the instance id and the name, giving a new Instance whose id hashes
 its perturbed content and whose metadata names the original. Large word lists (misspellings,
-the SAE->AAVE lexicon, person names) come from pinned files the caller loads into Resources;
+the SAE->AAVE lexicon, last names) come from pinned files the caller loads into Resources;
 small ones ship in data/ with their sources.
 """
 
 from .base import FAIRNESS, ROBUSTNESS, Perturbation, TextFn, match_case
 from .instance import perturb_all, perturb_instance, rng_for, variant_id
-from .registry import HELM_FAIRNESS, HELM_ROBUSTNESS, get_perturbation, list_perturbations
+from .registry import get_perturbation, list_perturbations
 from .resources import (
     NameTable,
     Resources,
     load_bias_last_names,
     load_dialect_mapping,
     load_misspellings,
-    load_person_names,
 )
 
 __all__ = [
     "FAIRNESS",
-    "HELM_FAIRNESS",
-    "HELM_ROBUSTNESS",
     "ROBUSTNESS",
     "NameTable",
     "Perturbation",
@@ -34,7 +31,6 @@ __all__ = [
     "load_bias_last_names",
     "load_dialect_mapping",
     "load_misspellings",
-    "load_person_names",
     "match_case",
     "perturb_all",
     "perturb_instance",

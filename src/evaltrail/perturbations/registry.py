@@ -4,6 +4,10 @@ A name fixes the parameters: it seeds the rng and marks each variant, so two set
 perturbation must not share a name. For other settings call the factory in its module with
 a new `name=`. Building compiles big regexes, so built perturbations are cached per
 (name, Resources object).
+
+HELM's robustness run is `mild_mix`; its fairness run is `dialect`, `gender_pronouns` and a
+white -> Black American first-name swap whose name list HELM downloads at run time and that no
+pinnable source holds, so evaltrail's fairness runs use the last-name swap `person_name_last`.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class Entry:
 _HOW = {
     "misspellings": "Resources(misspellings=load_misspellings(<correct_to_misspelling.json>))",
     "dialect": "Resources(dialect=load_dialect_mapping(<sae_aave_mapping_dict.pkl>))",
-    "names": "Resources(names=load_person_names(<person_names.txt>) or load_bias_last_names(<bias_word_lists.py>))",
+    "names": "Resources(names=load_bias_last_names(<bias_word_lists.py>))",
 }
 
 REGISTRY: dict[str, Entry] = {
@@ -62,28 +66,13 @@ REGISTRY: dict[str, Entry] = {
         summary="male -> female terms (son -> daughter), p=1",
         kind=FAIRNESS,
     ),
-    "person_name": Entry(
-        lambda r: names.person_name(
-            r.names, {"race": "white_american"}, {"race": "black_american"}, "first_name", True, 1.0
-        ),
-        ("names",),
-        "white -> Black American first names, gender kept, p=1",
-        FAIRNESS,
-    ),
     "person_name_last": Entry(
-        lambda r: names.person_name(
-            r.names, {"race": "white"}, {"race": "hispanic"}, "last_name", False, 1.0, "person_name_last"
-        ),
+        lambda r: names.person_name(r.names, {"race": "white"}, {"race": "hispanic"}, "last_name", 1.0),
         ("names",),
         "white -> Hispanic last names, p=1",
         FAIRNESS,
     ),
 }
-
-HELM_ROBUSTNESS = ("mild_mix",)
-"""HELM's data_augmentation=robustness (ROBUSTNESS_PERTURBATION_SPECS)."""
-HELM_FAIRNESS = ("dialect", "gender_pronouns", "person_name")
-"""HELM's data_augmentation=fairness (FAIRNESS_PERTURBATION_SPECS), all with prob 1.0."""
 
 
 def perturbation_kind(name: str) -> str:

@@ -4,16 +4,11 @@ These lists are too big (or too unlike code) to live in the repository, so the c
 them as pinned sources and hands their paths here; this module never downloads anything or
 looks in a shared directory on its own. Each loader can check the file's sha256 first.
 
-Known pins (canonical origin, sha256 of the bytes):
-- correct_to_misspelling.json: crfm-helm==0.5.16 wheel, helm/benchmark/augmentations/
-  (also raw.githubusercontent.com/stanford-crfm/helm/63754d05db6f874e41a395880fb573890a13e791/
-  src/helm/benchmark/augmentations/correct_to_misspelling.json), MISSPELLINGS_SHA256.
-- sae_aave_mapping_dict.pkl: raw.githubusercontent.com/GT-SALT/value/
-  4fa1b538a358a2af4462f7073d040b0177bec7e7/resources/, SAE_AAVE_SHA256.
-- bias_word_lists.py: crfm-helm==0.5.16 wheel, helm/benchmark/metrics/ (Garg et al. last
-  names by race, read as data with `ast`, never imported), BIAS_WORD_LISTS_SHA256.
-- person_names.txt (HELM's first names by race and gender): not in the wheel (HELM downloads
-  it from its GCS bucket at run time) and not mirrored; load_person_names reads its format.
+The files, their origins and their sha256 are pinned once, in conf/config.yaml `resources`:
+- correct_to_misspelling.json (`misspellings`): the crfm-helm==0.5.16 wheel.
+- sae_aave_mapping_dict.pkl (`dialect`): GT-SALT/value at a fixed commit.
+- bias_word_lists.py (`bias_word_lists`): the crfm-helm==0.5.16 wheel (Garg et al. last names by
+  race, read as data with `ast`, never imported).
 """
 
 from __future__ import annotations
@@ -22,7 +17,6 @@ import ast
 import io
 import json
 import pickle
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
@@ -30,10 +24,6 @@ from pathlib import Path
 
 from ..errors import EvaltrailError
 from ..hashing import sha256_file
-
-MISSPELLINGS_SHA256 = "2f8e118895e52426bacd0cd32dfd0c14708e845c910d129f2d03571fe9f75c8b"
-SAE_AAVE_SHA256 = "f248e33c6b32ee1a37380f2c441d09b4e97d912aeb45ecd82a8162de43b2d772"
-BIAS_WORD_LISTS_SHA256 = "7b293ac1ed89e125bc65a67141458b07b61aa67f76b8ce5309e921141e6f83e5"
 
 WordMap = Mapping[str, tuple[str, ...]]
 """word -> its replacements, in a fixed order (the rng picks by index)."""
@@ -111,11 +101,11 @@ def load_dialect_mapping(path: str | Path, sha256: str | None = None) -> dict[st
 
 @dataclass(frozen=True)
 class NameTable:
-    """Person names by type (first_name / last_name) and demographic category."""
+    """Person names by type (last_name) and demographic category."""
 
     groups: Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]] = field(default_factory=dict)
-    """name_type -> category (race, gender, ...) -> value (white_american, female, ...) -> names,
-    lowercased, in file order."""
+    """name_type -> category (race) -> value (white, hispanic, ...) -> names, lowercased, in file
+    order."""
 
     def names(self, name_type: str, selected: Mapping[str, str]) -> tuple[str, ...]:
         """Names of `name_type` in every selected category=value (HELM intersects them)."""
@@ -131,21 +121,6 @@ class NameTable:
             lists.append(found)
         return reduce(_intersect, lists)
 
-    def gender(self, name_type: str, name: str) -> str | None:
-        """female, male or neutral (first that lists the name), or None if unknown."""
-        genders = self.groups.get(name_type, {}).get("gender", {})
-        return next((g for g in ("female", "male", "neutral") if name in genders.get(g, ())), None)
-
-    def merged(self, other: NameTable) -> NameTable:
-        out: dict = defaultdict(lambda: defaultdict(dict))
-        for table in (self, other):
-            for nt, cats in table.groups.items():
-                for cat, vals in cats.items():
-                    for val, names in vals.items():
-                        prev = out[nt][cat].get(val, ())
-                        out[nt][cat][val] = prev + tuple(n for n in names if n not in prev)
-        return NameTable({nt: dict(c) for nt, c in out.items()})
-
 
 def _intersect(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     """Names in both, in a's order."""
@@ -157,24 +132,6 @@ def _freeze(groups) -> NameTable:
     return NameTable(
         {nt: {c: {v: tuple(ns) for v, ns in vals.items()} for c, vals in cats.items()} for nt, cats in groups.items()}
     )
-
-
-def load_person_names(path: str | Path, sha256: str | None = None) -> NameTable:
-    """HELM's person_names.txt format: one name a line, `name,name_type[,category,value]*`,
-    e.g. `aiesha,first_name,race,black_american,gender,female`; fields stripped and lowered."""
-    p = _check(path, sha256)
-    groups: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = [f.strip().lower() for f in line.split(",")]
-        if len(fields) < 2 or len(fields) % 2:
-            raise EvaltrailError(f"{p}:{lineno}: expected name,name_type[,category,value]*")
-        name, name_type, rest = fields[0], fields[1], fields[2:]
-        for cat, val in zip(rest[::2], rest[1::2], strict=True):
-            if name not in groups[name_type][cat][val]:
-                groups[name_type][cat][val].append(name)
-    return _freeze(groups)
 
 
 def load_bias_last_names(path: str | Path, sha256: str | None = None) -> NameTable:
@@ -215,22 +172,17 @@ class Resources:
     dialect: WordMap | None = None
     """For dialect: load_dialect_mapping(sae_aave_mapping_dict.pkl)."""
     names: NameTable | None = None
-    """For person_name (first names) and person_name_last (last names)."""
+    """For person_name_last: load_bias_last_names(bias_word_lists.py)."""
 
     @classmethod
     def from_files(
         cls,
         misspellings: str | Path | None = None,
         dialect: str | Path | None = None,
-        person_names: str | Path | None = None,
         bias_word_lists: str | Path | None = None,
     ) -> Resources:
         """Load whichever files are given (no pin check: use the loaders for that)."""
-        names = NameTable()
-        if person_names:
-            names = names.merged(load_person_names(person_names))
-        if bias_word_lists:
-            names = names.merged(load_bias_last_names(bias_word_lists))
+        names = load_bias_last_names(bias_word_lists) if bias_word_lists else NameTable()
         return cls(
             misspellings=load_misspellings(misspellings) if misspellings else None,
             dialect=load_dialect_mapping(dialect) if dialect else None,

@@ -23,7 +23,7 @@ from typing import Iterator
 
 from ..config import SHA256_OF, RunConfig
 from ..errors import EvaltrailError
-from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_dir, summary_path, verify_path
+from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_ratings_path, summary_path, verify_path
 from .charts import charts
 from .data import scenario_payload
 from .html import ModelFacts, ScenarioFacts, index_html, verification_line
@@ -123,7 +123,7 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
     battles = [
         t
         for b in sorted(run.battle_scenarios)
-        for t in battle_tables(b, read_json_input(battle_dir(b) / "ratings.json", f"run `dvc repro battle@{b}`"))
+        for t in battle_tables(b, read_json_input(battle_ratings_path(b), f"run `dvc repro battle@{b}`"))
     ]
     verified = [
         (s, m, _verification(verify_path(s, m)))
