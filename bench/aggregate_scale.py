@@ -63,7 +63,8 @@ def synthesize(rows: int, out: Path) -> None:
 
 def child(directory: Path) -> dict:
     """Read every scores file and compute summaries, leaderboard, ratings, differences."""
-    from evaltrail.aggregate import leaderboard, pairwise
+    from evaltrail.aggregate import pairwise
+    from evaltrail.aggregate.leaderboard import leaderboard
     from evaltrail.config import ScenarioConfig
     from evaltrail.metrics.scoring import summarize
 

@@ -51,7 +51,7 @@ def best_raw(b, tokens: list[int]) -> tuple[float, str]:
 
 
 def loglikelihoods(run, model: str, prompts) -> str:
-    from evaltrail.models import llama_cpp
+    from evaltrail.backends import llama_cpp
 
     b = backend(run, model)
     items = list(zip(prompts.prompt, prompts.continuation))

@@ -15,12 +15,12 @@ from common import ROOT
 
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
+from evaltrail.backends import identity, load_backend
+from evaltrail.backends.cache import RequestCache
+from evaltrail.backends.infer import run_requests
+from evaltrail.backends.weights import materialize, weights_path
 from evaltrail.config import RunConfig, run_from_conf
 from evaltrail.metrics import word_lists
-from evaltrail.models import identity, load_backend
-from evaltrail.models.cache import RequestCache
-from evaltrail.models.infer import run_requests
-from evaltrail.models.weights import materialize, weights_path
 from evaltrail.paths import cache_dir
 from evaltrail.scenarios import get_scenario
 from evaltrail.schema import prompts_table

@@ -5,7 +5,8 @@ import dataclasses
 
 import pandas as pd
 
-from evaltrail.aggregate import collect, families, leaderboard, metrics_json, pairwise, plots, reproduction, to_markdown
+from evaltrail.aggregate import families, pairwise, plots, reproduction
+from evaltrail.aggregate.leaderboard import collect, leaderboard, metrics_json, to_markdown
 from evaltrail.io import read_json, write_json, write_text
 from evaltrail.judge.battle import to_markdown as battle_markdown
 from evaltrail.paths import (

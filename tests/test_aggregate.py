@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaltrail.aggregate import leaderboard, metrics_json, to_markdown
+from evaltrail.aggregate.leaderboard import leaderboard, metrics_json, to_markdown
 
 
 def summary(main, **metrics):

@@ -11,12 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from evaltrail.cli import main
-from evaltrail.config import load_params
-from evaltrail.errors import EvaltrailError
-from evaltrail.hashing import canonical_json
-from evaltrail.io import write_json, write_parquet
-from evaltrail.models.answers import (
+from evaltrail.backends.answers import (
     ANSWERS_SCHEMA,
     ImportResult,
     export_answers,
@@ -24,8 +19,13 @@ from evaltrail.models.answers import (
     local_identity,
     read_answers,
 )
-from evaltrail.models.cache import RequestCache, cache_key, checksum
-from evaltrail.models.infer import _CONTENT, _content, run_requests
+from evaltrail.backends.cache import RequestCache, cache_key, checksum
+from evaltrail.backends.infer import _CONTENT, _content, run_requests
+from evaltrail.cli import main
+from evaltrail.config import load_params
+from evaltrail.errors import EvaltrailError
+from evaltrail.hashing import canonical_json
+from evaltrail.io import write_json, write_parquet
 from evaltrail.paths import cache_dir, model_info_path, prompts_path
 from evaltrail.schema import Reference, make_instance, make_request, prompts_table
 

@@ -7,9 +7,9 @@ import time
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from evaltrail.backends import chat_template
+from evaltrail.backends.chat_template import BoundedTemplate
 from evaltrail.errors import EvaltrailError
-from evaltrail.models import chat_template
-from evaltrail.models.chat_template import BoundedTemplate
 
 WHERE = "params.yaml: model.m.chat_template"
 # SmolLM2-Instruct's template, and one with the macros, namespaces and filters larger templates use

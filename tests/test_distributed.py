@@ -88,9 +88,9 @@ def test_sharded_infer_stage_matches_the_local_run(smoke_repo, tmp_path, cluster
 
 
 def test_a_served_model_is_not_sharded(cluster):
+    from evaltrail.backends.distributed import RayShards
     from evaltrail.config import ModelConfig
     from evaltrail.errors import EvaltrailError
-    from evaltrail.models.distributed import RayShards
 
     with pytest.raises(EvaltrailError, match="only embedded models are sharded"):
         RayShards(ModelConfig(name="m", backend="openai", server={}), Path("x"), "0" * 64, cluster)
@@ -98,8 +98,8 @@ def test_a_served_model_is_not_sharded(cluster):
 
 def test_a_worker_with_another_engine_refuses_before_answering():
     from evaltrail import engine
+    from evaltrail.backends.distributed import _answer_chunk
     from evaltrail.errors import EvaltrailError
-    from evaltrail.models.distributed import _answer_chunk
 
     here = str(engine.locate().resolve())
     other = {**engine.identity(), "sha256": "f" * 64}  # the stage's engine, as another node would not have it
@@ -108,7 +108,7 @@ def test_a_worker_with_another_engine_refuses_before_answering():
 
 
 def test_chunks_keep_order_balance_the_workers_and_stay_small():
-    from evaltrail.models.distributed import CHUNKS_PER_WORKER, MAX_CHUNK, cut
+    from evaltrail.backends.distributed import CHUNKS_PER_WORKER, MAX_CHUNK, cut
 
     small = cut(list(range(24)), 2)  # the smoke stage above: 8 chunks of 3
     assert [len(c) for c in small] == [3] * 8 and sum(small, []) == list(range(24))

@@ -32,7 +32,7 @@ def test_this_machines_build_is_the_pinned_engine(pinned, pinned_engine):
 
 
 def test_the_loaded_library_computes_with_avx2_and_without_avx512(pinned_engine):
-    from evaltrail.models.llama_cpp import cpu_kernels
+    from evaltrail.backends.llama_cpp import cpu_kernels
 
     kernels = cpu_kernels()
     assert "AVX2 = 1" in kernels and "AVX512" not in kernels

@@ -11,9 +11,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the hf extra is not installed")
 transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
 
+from evaltrail.backends import fetch, model_identity, open_model  # noqa: E402
 from evaltrail.config import ModelConfig, RunConfig  # noqa: E402
 from evaltrail.errors import EvaltrailError  # noqa: E402
-from evaltrail.models import fetch, model_identity, open_model  # noqa: E402
 
 pytestmark = pytest.mark.slow  # torch and transformers
 
@@ -99,9 +99,9 @@ def test_identity_follows_the_files_and_a_changed_directory_is_refused(tiny, tmp
 
 def test_a_real_scenario_runs_through_the_hf_backend(tiny, tmp_path, fetched):
     from evaltrail.adapters import get_adapter
+    from evaltrail.backends.cache import RequestCache
+    from evaltrail.backends.infer import run_requests
     from evaltrail.metrics.scoring import join, score_frame
-    from evaltrail.models.cache import RequestCache
-    from evaltrail.models.infer import run_requests
     from evaltrail.scenarios import get_scenario
     from evaltrail.schema import prompts_table
 

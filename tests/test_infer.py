@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evaltrail.backends import identity, load_backend
+from evaltrail.backends.cache import RequestCache
+from evaltrail.backends.infer import run_requests
 from evaltrail.config import ModelConfig
-from evaltrail.models import identity, load_backend
-from evaltrail.models.cache import RequestCache
-from evaltrail.models.infer import run_requests
 from evaltrail.schema import COMPLETIONS_SCHEMA, Reference, make_instance, make_request, prompts_table
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"

@@ -9,8 +9,8 @@ import pytest
 
 from evaltrail.config import parse_params, run_from_conf
 from evaltrail.errors import EvaltrailError
+from evaltrail.judge.arena import JudgePrompt, battles_from_margins
 from evaltrail.judge.battle import contestant_answers, judge_prompts, summarize, to_markdown, verdict_table
-from evaltrail.judge.pairwise import JudgePrompt, battles_from_margins
 from evaltrail.schema import COMPLETIONS_SCHEMA
 
 from .conftest import ROOT

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from evaltrail.backends import identity, load_backend
 from evaltrail.config import ModelConfig
 from evaltrail.hashing import sha256_file
-from evaltrail.models import identity, load_backend
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
@@ -44,8 +44,8 @@ def test_another_engine_build_gets_another_cache_key_so_a_shared_cache_never_mix
     import shutil
 
     from evaltrail import engine
+    from evaltrail.backends.cache import cache_key
     from evaltrail.io import read_json, write_json
-    from evaltrail.models.cache import cache_key
 
     here = identity(cfg, SHA)
     # the same sdist built with AVX-512 kernels elsewhere: another library sha256, another profile

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from evaltrail.adapters import get_adapter
+from evaltrail.backends import identity, load_backend, model_identity, open_model
+from evaltrail.backends.cache import RequestCache, cache_key
+from evaltrail.backends.infer import run_requests
+from evaltrail.backends.openai import REVISION, probe
 from evaltrail.config import ModelConfig, RunConfig
 from evaltrail.errors import EvaltrailError
 from evaltrail.metrics.scoring import score_frame
-from evaltrail.models import identity, load_backend, model_identity, open_model
-from evaltrail.models.cache import RequestCache, cache_key
-from evaltrail.models.infer import run_requests
-from evaltrail.models.openai import REVISION, probe
 from evaltrail.scenarios import get_scenario
 from evaltrail.schema import prompts_table
 

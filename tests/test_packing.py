@@ -9,9 +9,9 @@ import random
 import numpy as np
 import pytest
 
+from evaltrail.backends import load_backend
+from evaltrail.backends.packing import Job, plan, shared_prefix
 from evaltrail.config import ModelConfig
-from evaltrail.models import load_backend
-from evaltrail.models.packing import Job, plan, shared_prefix
 
 
 def _jobs(seed: int, n: int) -> list[Job]:

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from evaltrail.models.infer import _CONTENT, _content
+from evaltrail.backends.infer import _CONTENT, _content
 
 from .pipeline import copy_workspace, dvc, new_workspace, workspace_env
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from evaltrail.adapters import multiple_choice_joint as joint
-from evaltrail.aggregate import leaderboard
+from evaltrail.aggregate.leaderboard import leaderboard
 from evaltrail.config import load_params
 from evaltrail.errors import EvaltrailError
 from evaltrail.io import write_json, write_parquet, write_text

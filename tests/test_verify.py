@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from evaltrail.adapters import get_adapter
+from evaltrail.backends import model_identity
 from evaltrail.cli import main
 from evaltrail.config import load_params
 from evaltrail.errors import EvaltrailError
 from evaltrail.hashing import canonical_json, sha256_file
 from evaltrail.io import write_json, write_parquet, write_text
-from evaltrail.models import model_identity
 from evaltrail.paths import completions_path, model_info_path, model_path, prompts_path, verify_path
 from evaltrail.provenance.verify import (
     IDENTITY_KEY,

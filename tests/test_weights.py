@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
+from evaltrail.backends.weights import materialize, verified_weights, weights_path
 from evaltrail.config import ModelConfig
 from evaltrail.errors import EvaltrailError
-from evaltrail.models.weights import materialize, verified_weights, weights_path
 
 PARTS = [b"GGUF-part-one|", b"part-two"]
 WHOLE = hashlib.sha256(b"".join(PARTS)).hexdigest()

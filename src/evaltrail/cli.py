@@ -107,14 +107,14 @@ def _ratings(args) -> int:
 
 
 def _request_cache():
-    from .models.cache import RequestCache
+    from .backends.cache import RequestCache
     from .paths import request_cache_path
 
     return RequestCache(request_cache_path())  # where the infer stage caches
 
 
 def _cache_export(args) -> int:
-    from .models.answers import export_answers
+    from .backends.answers import export_answers
 
     result = export_answers(load_params(), _request_cache(), args.out, args.scenario, args.model)
     for cell in result.cells:
@@ -125,7 +125,7 @@ def _cache_export(args) -> int:
 
 
 def _cache_import(args) -> int:
-    from .models.answers import import_answers, read_answers
+    from .backends.answers import import_answers, read_answers
 
     try:
         table = read_answers(args.file)

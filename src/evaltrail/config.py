@@ -138,7 +138,7 @@ class ScenarioConfig:
 
 
 BACKEND_NEEDS = {"llama_cpp": ("weights", "n_ctx", "n_batch"), "openai": ("server",), "hf": ("hf",)}
-"""Each model backend (evaltrail.models) and the ModelConfig keys it requires."""
+"""Each model backend (evaltrail.backends) and the ModelConfig keys it requires."""
 
 SHA256_OF = {
     "llama_cpp": "weights (the GGUF file)",
@@ -151,7 +151,7 @@ cannot verify a served model's weights, only what the server says it serves."""
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """A served model's `server` mapping (backend openai, evaltrail.models.openai)."""
+    """A served model's `server` mapping (backend openai, evaltrail.backends.openai)."""
 
     base_url: str = knob(pattern=r"https?://[^\s/?#]+(/\S*)?")
     """The API root, e.g. http://127.0.0.1:8000/v1 (credentials never belong here)."""
@@ -172,7 +172,7 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class HFConfig:
-    """A local transformers model's `hf` mapping (backend hf, evaltrail.models.hf)."""
+    """A local transformers model's `hf` mapping (backend hf, evaltrail.backends.hf)."""
 
     path: str
     """Directory holding config.json, the weights and the tokenizer (save_pretrained's layout)."""
@@ -217,7 +217,7 @@ class BattleConfig:
     judge: str
     """The judging model: a key of `model` (its fetched weights or served identity is the judge's)."""
     template: str
-    """Judge prompt with {instruction}, {first}, {second} (evaltrail.judge.pairwise.JudgePrompt)."""
+    """Judge prompt with {instruction}, {first}, {second} (evaltrail.judge.arena.JudgePrompt)."""
     labels: dict
     """Verdict labels the judge may answer -> first / second / tie."""
     max_tokens: int = knob(min=1)
@@ -239,7 +239,7 @@ class BattleConfig:
         return sorted(self.contestants if self.contestants is not None else run_models)
 
     def prompt(self):
-        from .judge.pairwise import JudgePrompt
+        from .judge.arena import JudgePrompt
 
         return JudgePrompt(
             self.template, dict(self.labels), int(self.max_tokens), list(self.stop), self.method, float(self.tie_margin)

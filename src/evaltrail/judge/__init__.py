@@ -33,11 +33,11 @@ def answers(model: str, completions: pd.DataFrame, request_ids) -> list[str]:
 def run_judge(run, judge: str, reqs: pd.DataFrame, desc: str):
     """The judge model's completions of `reqs` (served from the request cache where possible), how
     many were computed now, and the judge's identity."""
+    from ..backends import model_identity, open_model
+    from ..backends.cache import RequestCache
+    from ..backends.infer import run_requests
     from ..config import model_config
     from ..io import read_json
-    from ..models import model_identity, open_model
-    from ..models.cache import RequestCache
-    from ..models.infer import run_requests
     from ..paths import model_dir, model_info_path, request_cache_path
 
     cfg, info = model_config(run, judge), read_json(model_info_path(judge))

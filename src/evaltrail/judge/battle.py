@@ -17,7 +17,7 @@ from ..aggregate.ranking import arena_ratings
 from ..errors import EvaltrailError
 from ..hashing import stable_id
 from . import answered_requests, answers
-from .pairwise import (
+from .arena import (
     JudgePrompt,
     battles_from_margins,
     battles_from_verdicts,

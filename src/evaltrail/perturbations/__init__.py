@@ -11,7 +11,7 @@ small ones ship in data/ with their sources.
 from .base import FAIRNESS, ROBUSTNESS, Perturbation, TextFn, match_case
 from .instance import perturb_all, perturb_instance, rng_for, variant_id
 from .registry import get_perturbation, list_perturbations
-from .resources import (
+from .word_lists import (
     NameTable,
     Resources,
     load_bias_last_names,

@@ -13,7 +13,7 @@ import re
 from random import Random
 
 from .base import FAIRNESS, Perturbation, alternation, check_prob, match_case
-from .resources import WordMap
+from .word_lists import WordMap
 
 
 def dialect(mapping: WordMap, prob: float = 1.0, name: str = "dialect") -> Perturbation:

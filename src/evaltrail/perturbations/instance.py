@@ -18,7 +18,7 @@ from ..hashing import stable_id
 from ..schema import Instance, Reference
 from .base import Perturbation
 from .registry import get_perturbation
-from .resources import Resources
+from .word_lists import Resources
 
 
 def rng_for(instance_id: str, perturbation: str) -> Random:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from random import Random
 
 from .base import FAIRNESS, Perturbation, TextFn, check_prob, match_case
-from .resources import NameTable
+from .word_lists import NameTable
 
 _SPLIT = re.compile(r"(\W)")
 

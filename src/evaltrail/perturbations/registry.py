@@ -19,7 +19,7 @@ from functools import lru_cache
 from ..errors import EvaltrailError
 from . import dialect, gender, names, robustness
 from .base import FAIRNESS, ROBUSTNESS, Perturbation
-from .resources import Resources
+from .word_lists import Resources
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import re
 from random import Random
 
 from .base import ROBUSTNESS, Perturbation, TextFn, alternation, check_prob, compose, load_data, match_case
-from .resources import WordMap
+from .word_lists import WordMap
 
 
 def lowercase(name: str = "lowercase") -> Perturbation:

@@ -195,7 +195,7 @@ def identity_diff(committed: dict, local: dict) -> tuple[str, ...]:
 def distinct_requests(prompts: pd.DataFrame) -> list[str]:
     """One request id per distinct request content (what the cache keys on), its smallest, sorted:
     independent of row order."""
-    from ..models.infer import _CONTENT, _content
+    from ..backends.infer import _CONTENT, _content
 
     reps: dict[str, str] = {}
     for rid, row in zip(prompts["request_id"], prompts[_CONTENT].itertuples(index=False)):
@@ -213,9 +213,9 @@ def draw(ids: list[str], size: int | None, seed: int) -> list[str]:
 
 def recompute(prompts: pd.DataFrame, cfg: ModelConfig, model: str, info: dict) -> dict[str, dict]:
     """Completions of `prompts` computed now, in a scratch request cache; by request id."""
-    from ..models import model_identity, open_model
-    from ..models.cache import RequestCache
-    from ..models.infer import run_requests
+    from ..backends import model_identity, open_model
+    from ..backends.cache import RequestCache
+    from ..backends.infer import run_requests
 
     with tempfile.TemporaryDirectory(prefix="evaltrail-verify-") as tmp:
         cache = RequestCache(Path(tmp) / "requests.sqlite")
@@ -331,7 +331,7 @@ def _committed_path(scenario: str, model: str) -> Path:
 
 def verify(run: RunConfig, scenario: str, model: str, size: int | None, seed: int = 0) -> Verification:
     """Recompute `size` sampled requests of the cell (None: all) and compare them with the committed completions."""
-    from ..models import model_identity
+    from ..backends import model_identity
 
     scfg, mcfg = scenario_config(run, scenario), model_config(run, model)
     path = _committed_path(scenario, model)

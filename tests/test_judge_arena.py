@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from evaltrail.errors import EvaltrailError
-from evaltrail.judge.pairwise import JudgePrompt, battles_from_verdicts, judge_requests, parse_verdict, win_rate_matrix
+from evaltrail.judge.arena import JudgePrompt, battles_from_verdicts, judge_requests, parse_verdict, win_rate_matrix
 
 PROMPT = JudgePrompt(template="Q: {instruction}\nA: {first}\nB: {second}\nBetter (A, B or C for a tie):")
 ANSWERS = pd.DataFrame(
