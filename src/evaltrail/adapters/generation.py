@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..config import RunConfig, ScenarioConfig
-from ..schema import Instance, Reference, make_request
+from ..schema import Instance, Reference, Request, make_request
 from .prompt import example, header, query
-from .sampling import eval_instances, few_shot
+from .sampling import per_trial
 
 
 def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> str:
@@ -13,26 +13,22 @@ def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> 
     return header(cfg, inst) + shown + query(inst, cfg.input_noun, cfg.output_noun)
 
 
+def _requests(cfg: ScenarioConfig, inst: Instance, shots: list[Instance], trial: int) -> list[Request]:
+    return [
+        make_request(
+            inst.instance_id,
+            trial,
+            "generate",
+            build_prompt(cfg, inst, shots),
+            max_tokens=cfg.max_tokens or 1,
+            stop=tuple(cfg.stop),
+            few_shot_ids=tuple(s.instance_id for s in shots),
+        )
+    ]
+
+
 def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
-    pairs = []
-    for inst in eval_instances(cfg, run, splits, resources):
-        for trial in range(cfg.num_train_trials):
-            shots = few_shot(cfg, run, splits, inst, trial)
-            pairs.append(
-                (
-                    inst,
-                    make_request(
-                        inst.instance_id,
-                        trial,
-                        "generate",
-                        build_prompt(cfg, inst, shots),
-                        max_tokens=cfg.max_tokens or 1,
-                        stop=tuple(cfg.stop),
-                        few_shot_ids=tuple(s.instance_id for s in shots),
-                    ),
-                )
-            )
-    return pairs
+    return per_trial(cfg, run, splits, resources, _requests)
 
 
 def golds(references: list[Reference]) -> list[str]:

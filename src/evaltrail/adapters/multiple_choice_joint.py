@@ -10,9 +10,9 @@ scenario config replace "Question" / "Answer".
 from __future__ import annotations
 
 from ..config import RunConfig, ScenarioConfig
-from ..schema import Instance, Reference, make_request
+from ..schema import Instance, Reference, Request, make_request
 from .prompt import header
-from .sampling import eval_instances, few_shot
+from .sampling import per_trial
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -30,46 +30,40 @@ def build_prompt(cfg: ScenarioConfig, inst: Instance, shots: list[Instance]) -> 
     return header(cfg, inst) + examples + format_question(cfg, inst, answer=False)
 
 
-def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
-    pairs = []
-    for inst in eval_instances(cfg, run, splits, resources):
-        for trial in range(cfg.num_train_trials):
-            shots = few_shot(cfg, run, splits, inst, trial)
-            prompt, ids = build_prompt(cfg, inst, shots), tuple(s.instance_id for s in shots)
-            pairs.append(
-                (
-                    inst,
-                    make_request(
-                        inst.instance_id,
-                        trial,
-                        "generate",
-                        prompt,
-                        max_tokens=cfg.max_tokens or 1,
-                        stop=tuple(cfg.stop),
-                        few_shot_ids=ids,
-                    ),
-                )
+def _requests(cfg: ScenarioConfig, inst: Instance, shots: list[Instance], trial: int) -> list[Request]:
+    prompt, ids = build_prompt(cfg, inst, shots), tuple(s.instance_id for s in shots)
+    out = [
+        make_request(
+            inst.instance_id,
+            trial,
+            "generate",
+            prompt,
+            max_tokens=cfg.max_tokens or 1,
+            stop=tuple(cfg.stop),
+            few_shot_ids=ids,
+        )
+    ]
+    # Each letter's logprob as the answer: calibration needs the model's probability of its
+    # choice among the letters (a shared prompt, so the KV prefix makes these cheap). Only
+    # originals: calibration is computed over them, a variant's worst case needs its text.
+    if inst.perturbation is None:
+        out += [
+            make_request(
+                inst.instance_id,
+                trial,
+                "loglikelihood",
+                prompt,
+                continuation=" " + LETTERS[i],
+                choice_index=i,
+                few_shot_ids=ids,
             )
-            # Each letter's logprob as the answer: calibration needs the model's probability of its
-            # choice among the letters (a shared prompt, so the KV prefix makes these cheap). Only
-            # originals: calibration is computed over them, a variant's worst case needs its text.
-            if inst.perturbation is None:
-                pairs += [
-                    (
-                        inst,
-                        make_request(
-                            inst.instance_id,
-                            trial,
-                            "loglikelihood",
-                            prompt,
-                            continuation=" " + LETTERS[i],
-                            choice_index=i,
-                            few_shot_ids=ids,
-                        ),
-                    )
-                    for i in range(len(inst.choices))
-                ]
-    return pairs
+            for i in range(len(inst.choices))
+        ]
+    return out
+
+
+def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
+    return per_trial(cfg, run, splits, resources, _requests)
 
 
 def parse_letter(text: str | None, n_options: int) -> int | None:

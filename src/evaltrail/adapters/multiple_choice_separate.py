@@ -14,7 +14,7 @@ from ..config import RunConfig, ScenarioConfig
 from ..errors import EvaltrailError
 from ..schema import Instance, make_request
 from .prompt import example, header, query
-from .sampling import eval_instances, few_shot
+from .sampling import per_trial
 
 
 def _split_blank(cfg: ScenarioConfig, inst: Instance) -> tuple[str, str]:
@@ -65,9 +65,4 @@ def _requests(cfg: ScenarioConfig, inst: Instance, shots: list[Instance], trial:
 
 
 def build(cfg: ScenarioConfig, run: RunConfig, splits: dict[str, list[Instance]], resources=None):
-    pairs = []
-    for inst in eval_instances(cfg, run, splits, resources):
-        for trial in range(cfg.num_train_trials):
-            shots = few_shot(cfg, run, splits, inst, trial)
-            pairs += [(inst, req) for req in _requests(cfg, inst, shots, trial)]
-    return pairs
+    return per_trial(cfg, run, splits, resources, _requests)

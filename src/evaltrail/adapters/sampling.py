@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 
 from ..config import RunConfig, ScenarioConfig
 from ..errors import EvaltrailError
 from ..hashing import stable_id
 from ..perturbations import Resources, perturb_all
-from ..schema import Instance
+from ..schema import Instance, Request
 
 
 def dedupe(instances: list[Instance]) -> list[Instance]:
@@ -116,3 +117,20 @@ def few_shot(
         _SHOTS[key] = (train, _draw(pool, cfg.num_shots + 1, random.Random(stable_id([run.seed, trial, group]))))
     own = {inst.instance_id, inst.metadata.get("original_id")}  # a variant's original is itself too
     return [p for p in _SHOTS[key][1] if p.instance_id not in own][: cfg.num_shots]
+
+
+def per_trial(
+    cfg: ScenarioConfig,
+    run: RunConfig,
+    splits: dict[str, list[Instance]],
+    resources,
+    requests: Callable[[ScenarioConfig, Instance, list[Instance], int], Iterable[Request]],
+) -> list[tuple[Instance, Request]]:
+    """The adapters' one build loop: for every evaluation instance and few-shot trial, in that
+    order, `requests(cfg, instance, shots, trial)`, each paired with its instance."""
+    pairs = []
+    for inst in eval_instances(cfg, run, splits, resources):
+        for trial in range(cfg.num_train_trials):
+            shots = few_shot(cfg, run, splits, inst, trial)
+            pairs += [(inst, req) for req in requests(cfg, inst, shots, trial)]
+    return pairs
