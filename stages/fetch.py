@@ -3,7 +3,7 @@
 from evaltrail.config import scenario_config
 from evaltrail.metrics import check_metrics, word_lists
 from evaltrail.paths import cache_dir, raw_dir
-from evaltrail.scenarios import get_scenario, pinned_files
+from evaltrail.scenarios import loader_of, pinned_files
 from evaltrail.sources import fetch_dir
 from evaltrail.stage import run_stage
 from evaltrail.stage_params import load_stage_params
@@ -12,7 +12,7 @@ from evaltrail.stage_params import load_stage_params
 def main(scenario: str) -> None:
     run = load_stage_params("fetch", scenario)
     cfg = scenario_config(run, scenario)
-    loader = get_scenario(scenario)
+    loader = loader_of(cfg)
     loader.check(cfg)
     check_metrics(cfg.metrics, f"params.yaml: scenario.{scenario}.metrics")  # before any download
     records = fetch_dir(

@@ -7,7 +7,7 @@ from evaltrail.adapters import get_adapter
 from evaltrail.config import scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.paths import prepare_report_path, prompts_path, raw_dir
-from evaltrail.scenarios import get_scenario, rows
+from evaltrail.scenarios import loader_of, rows
 from evaltrail.schema import prompts_table
 from evaltrail.sources import check_dir
 from evaltrail.stage import run_stage
@@ -17,7 +17,7 @@ from evaltrail.stage_params import load_stage_params
 def main(scenario: str) -> None:
     run = load_stage_params("prepare", scenario)
     cfg = scenario_config(run, scenario)
-    loader = get_scenario(scenario)
+    loader = loader_of(cfg)
     loader.check(cfg)
     adapter = get_adapter(cfg.method, f"params.yaml: scenario.{scenario}.method")
     check_dir(raw_dir(scenario))

@@ -124,7 +124,7 @@ def fetched(tmp_path_factory):
     url sources from their URL or $EVALTRAIL_MIRROR (CI sets it to the shared mirror)."""
     from evaltrail.config import scenario_from_conf
     from evaltrail.paths import cache_dir
-    from evaltrail.scenarios import get_scenario
+    from evaltrail.scenarios import loader_of
     from evaltrail.sources import fetch_dir
 
     base = tmp_path_factory.mktemp("raw")
@@ -133,7 +133,7 @@ def fetched(tmp_path_factory):
     def get(name: str):
         if name not in done:
             cfg = scenario_from_conf(name, ROOT / "conf")
-            get_scenario(name).check(cfg)
+            loader_of(cfg).check(cfg)
             need_url_sources(name)
             fetch_dir(pinned_sources(name), base / name, cache_dir(), f"conf/scenario/{name}.yaml: sources")
             done[name] = (cfg, base / name)

