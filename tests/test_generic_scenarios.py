@@ -128,7 +128,7 @@ def test_bad_confs_fail_before_reading_rows(tmp_path):
         load(mc_conf(data, columns={"question": "q"}), tmp_path)
     with pytest.raises(
         EvaltrailError,
-        match=r"scenario\.my_quiz\.loader: unknown generic loader 'mcq'; valid: generation, multiple_choice",
+        match=r"scenario\.my_quiz\.loader: unknown loader 'mcq'; the generic ones: generation, multiple_choice",
     ):
         load(mc_conf(data, loader="mcq"), tmp_path)
     with pytest.raises(EvaltrailError, match=r"scenario\.my_quiz\.sep: unknown key for the multiple_choice loader"):

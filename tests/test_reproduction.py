@@ -130,7 +130,15 @@ def test_table_measures_delta_ci_and_names_every_difference():
         "| HellaSwag | 0-shot, validation, per character | acc_norm on hellaswag | 100 | 40.9 | 40.0 [31.0, 50.0] "
         "| -0.9 | yes | yes |" in md
     )
-    assert f"**{sum(r['within_tolerance'] for r in rows.values())} of 4**" in md and "b" * 64 in md
+    assert f"**{sum(r['within_tolerance'] for r in rows.values())} of 4** rows within it." in md and "b" * 64 in md
+
+    # a sensitivity row: listed after the headline rows, marked, with its own CI, never counted
+    alt = {**rows["PIQA"], "benchmark": "PIQA", "sensitivity": "per character of the option", "within_tolerance": True}
+    hl = [r for r in rows.values() if r["benchmark"] != "PIQA"]
+    md = reproduction.to_markdown(card, [alt, *hl], "b" * 64)
+    assert f"**{sum(r['within_tolerance'] for r in hl)} of 3** rows within it (1 sensitivity row, marked," in md
+    table_lines = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| benchmark")]
+    assert table_lines[-1].startswith("| PIQA (sensitivity: per character of the option) | 0-shot, validation")
 
 
 def test_few_shot_rows_name_where_the_shots_come_from():

@@ -96,6 +96,35 @@ def test_boolq_contrast_set_can_be_turned_off(fetched):
         get_scenario("boolq").sources(dataclasses.replace(cfg, options={"contrast_set": "no"}))
 
 
+def test_boolq_as_a_loglikelihood_choice_between_no_and_yes(fetched):
+    """lm-eval's protocol: both answers are options, scored as continuations (" no", " yes")."""
+    cfg, splits = load(fetched, "boolq", answer_choices=["no", "yes"])
+    cfg = dataclasses.replace(cfg, method="multiple_choice_separate")
+    insts = splits["validation"]
+    originals = [i for i in insts if i.perturbation is None]
+    assert [(r.text, r.correct) for r in originals[0].references] == [("no", True), ("yes", False)]
+    assert collections.Counter(i.gold_indices for i in originals) == {(1,): 2033, (0,): 1237}
+    flipped = [i for i in insts if i.perturbation == "contrast_set" and i.metadata["label_flipped"]]
+    assert len(flipped) == 173
+    run = RunConfig(
+        seed=0,
+        max_eval_instances=1,
+        bootstrap_samples=0,
+        scenarios=[cfg.name],
+        models=[],
+        scenario={cfg.name: cfg},
+        model={},
+        mlflow={},
+    )
+    reqs = [r for _, r in get_adapter(cfg.method).build(dataclasses.replace(cfg, perturbations=[]), run, splits)]
+    assert [(r.continuation, r.choice_index) for r in reqs] == [(" no", 0), (" yes", 1)]
+    assert reqs[0].prompt.startswith("Passage: ") and reqs[0].prompt.endswith("?\nAnswer:")
+    with pytest.raises(
+        EvaltrailError, match=r"scenario\.boolq\.answer_choices: expected \[<no answer>, <yes answer>\]"
+    ):
+        load(fetched, "boolq", answer_choices=["yes"])
+
+
 def test_truthful_qa_mc1_shuffled_deterministically(fetched):
     cfg, splits = load(fetched, "truthful_qa")
     insts = splits["validation"]

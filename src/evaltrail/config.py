@@ -98,7 +98,8 @@ class ScenarioConfig:
     """Pinned source files (see evaltrail.sources)."""
     loader: str | None = None
     """The loader that reads the sources: a generic one (multiple_choice, generation: a plain
-    JSONL/CSV/Parquet file, no Python) or, when unset, the one registered under the scenario's name."""
+    JSONL/CSV/Parquet file, no Python), another scenario's (a variant of it), or, when unset, the
+    one registered under the scenario's name."""
     num_shots: int = knob(0, min=0)
     """In-context examples per prompt."""
     train_split: str | None = None

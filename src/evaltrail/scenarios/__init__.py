@@ -3,7 +3,8 @@
 A loader turns the verified raw files of a scenario into Instances, per split. A scenario over a
 plain JSONL, CSV or Parquet file is one conf naming a generic loader (`loader: multiple_choice` or
 `generation`, evaltrail.scenarios.generic); any other needs a small module registering a loader
-under the scenario's name.
+under the scenario's name. A variant of a scenario (another method, other options) names that
+scenario's loader.
 """
 
 from __future__ import annotations
@@ -69,14 +70,15 @@ def get_scenario(name: str) -> ScenarioLoader:
 
 
 def loader_of(cfg: ScenarioConfig) -> ScenarioLoader:
-    """The loader a scenario's conf chooses (`loader:`), else the one registered under its name."""
+    """The loader a scenario's conf chooses (`loader:`: a generic one, or another scenario's, for a
+    variant of it such as BoolQ scored by loglikelihood), else the one registered under its name."""
     if cfg.loader is None:
         return get_scenario(cfg.name)
-    if cfg.loader not in REGISTRY or not REGISTRY[cfg.loader].generic:
+    if cfg.loader not in REGISTRY:
         generic = sorted(k for k, v in REGISTRY.items() if v.generic)
         raise EvaltrailError(
-            f"params.yaml: scenario.{cfg.name}.loader: unknown generic loader {cfg.loader!r}; "
-            f"valid: {', '.join(generic)}"
+            f"params.yaml: scenario.{cfg.name}.loader: unknown loader {cfg.loader!r}; the generic ones: "
+            f"{', '.join(generic)} (or a scenario's name to reuse its loader)"
         )
     return REGISTRY[cfg.loader]
 

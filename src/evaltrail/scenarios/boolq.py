@@ -12,6 +12,10 @@ both kinds); select them by label_flipped. Skipped, not malformed: the first ent
 header: title "Title"), blank perturbations, one identical to its original question, and a
 repeat of an earlier perturbation of the same question. The contrast file is one JSON document,
 so a malformed entry is reported as file:<entry number in "data", from 1>.
+
+Option `answer_choices: [<no>, <yes>]` makes both answers options (the gold flagged), in that
+order, for BoolQ scored as a loglikelihood choice (`method: multiple_choice_separate`), as
+lm-eval's boolq task does with [" no", " yes"]; without it the one reference is "Yes" or "No".
 """
 
 from __future__ import annotations
@@ -27,8 +31,19 @@ from .arrow import arrow_rows
 from .rows import convert
 
 CONTRAST_FILE = "boolq_perturbed.json"
-ANSWERS = {"TRUE": "Yes", "FALSE": "No"}
+ANSWERS = {"TRUE": True, "FALSE": False}
 """The contrast file's labels; anything else makes the entry malformed."""
+CHOICES = "answer_choices"
+
+
+def references(cfg: ScenarioConfig, answer: bool) -> list[Reference]:
+    """The gold "Yes"/"No", or with `answer_choices` both options, the gold flagged."""
+    choices = cfg.options.get(CHOICES)
+    if choices is None:
+        return [Reference("Yes" if answer else "No", True)]
+    if not (isinstance(choices, list) and len(choices) == 2 and all(isinstance(c, str) and c for c in choices)):
+        raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.{CHOICES}: expected [<no answer>, <yes answer>]")
+    return [Reference(choices[0], not answer), Reference(choices[1], answer)]
 
 
 def format_input(passage: str, question: str) -> str:
@@ -58,7 +73,7 @@ def _contrast(cfg: ScenarioConfig, path: Path, originals: dict[str, tuple[Instan
         if question not in originals:
             raise ValueError(f"question {question!r} is not in BoolQ {cfg.eval_split}")
         original, passage = originals[question]
-        if ANSWERS[entry["answer"]] != original.references[0].text:
+        if references(cfg, ANSWERS[entry["answer"]]) != list(original.references):
             raise ValueError(f"answer {entry['answer']!r} disagrees with BoolQ for {question!r}")
         made, seen = [], {question}
         for pert in entry["perturbed_questions"]:
@@ -66,9 +81,9 @@ def _contrast(cfg: ScenarioConfig, path: Path, originals: dict[str, tuple[Instan
             if not q or q in seen:
                 continue
             seen.add(q)
-            answer = ANSWERS[pert["answer"]]
-            meta = {"original_question": question, "label_flipped": answer != original.references[0].text}
-            inst = make_instance(cfg.eval_split, format_input(passage, q), [Reference(answer, True)], meta)
+            refs = references(cfg, ANSWERS[pert["answer"]])
+            meta = {"original_question": question, "label_flipped": refs != list(original.references)}
+            inst = make_instance(cfg.eval_split, format_input(passage, q), refs, meta)
             made.append(contrast.mark(inst, original))
         return made
 
@@ -79,10 +94,11 @@ def _select(cfg: ScenarioConfig) -> list[dict]:
     return contrast.sources(cfg, {CONTRAST_FILE})
 
 
-@register("boolq", options=(contrast.OPTION,), select_sources=_select)
+@register("boolq", options=(contrast.OPTION, CHOICES), select_sources=_select)
 def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     path = raw / f"{cfg.eval_split}.arrow"
     originals: dict[str, tuple[Instance, str]] = {}
+    references(cfg, True)  # a bad answer_choices fails here, not as a malformed row
 
     def make(row: dict):
         if not isinstance(row["answer"], bool):
@@ -90,7 +106,7 @@ def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
         inst = make_instance(
             cfg.eval_split,
             format_input(row["passage"], row["question"]),
-            [Reference("Yes" if row["answer"] else "No", True)],
+            references(cfg, row["answer"]),
         )
         originals[row["question"]] = (inst, row["passage"])
         return inst
