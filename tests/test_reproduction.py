@@ -44,7 +44,9 @@ def test_card_suites_hold_the_published_rows_and_match_their_shots(suite):
     card = reproduction.parse(run.reproduce, run)
     model, rows = CARDS[suite]
     assert card.name == suite and run.models == [model] == [card.model] and card.tolerance == 2.0
-    assert {r.benchmark: (r.value, r.shots) for r in card.rows} == rows
+    assert {r.benchmark: (r.value, r.shots) for r in card.rows if r.sensitivity is None} == rows
+    assert len({r.benchmark for r in card.rows if r.sensitivity is None}) == len(rows)  # one headline per benchmark
+    assert {r.benchmark for r in card.rows if r.sensitivity} <= set(rows)  # sensitivity rows beside a headline
     assert card.source.startswith("https://huggingface.co/")
     for row in card.rows:  # each scenario is configured with the card's number of shots
         assert all(run.scenario[s].num_shots == row.shots for s in row.scenarios), row.benchmark
@@ -54,9 +56,12 @@ def test_card_suites_hold_the_published_rows_and_match_their_shots(suite):
 def test_smollm2_card_uses_all_mmlu_subjects():
     run = compose("reproduce_smollm2_135m_instruct_card")
     assert run.scenario["mmlu_cloze"].options["subjects"] == "all"
-    assert [r.scenarios for r in reproduction.parse(run.reproduce, run).rows if r.benchmark.startswith("ARC")] == [
-        ["arc_easy", "arc_challenge"]
+    rows = reproduction.parse(run.reproduce, run).rows
+    assert [r.scenarios for r in rows if r.benchmark.startswith("ARC") and r.sensitivity is None] == [
+        ["arc_easy_test", "arc_challenge_test"]
     ]
+    # the card's harness convention (lighteval's loglikelihood_acc_norm_nospace) on every headline row
+    assert {r.metric for r in rows if r.sensitivity is None} == {"acc_norm_nospace"}
 
 
 def test_default_suite_reproduces_nothing():
@@ -84,7 +89,8 @@ def test_bad_reproduce_block_names_the_key(edit, message):
 
 
 def _summary(mean, low, high, n):
-    return {"metrics": {"acc_norm": {"mean": mean, "ci_low": low, "ci_high": high, "n": n}}}
+    stats = {"mean": mean, "ci_low": low, "ci_high": high, "n": n}
+    return {"metrics": {"acc_norm": stats, "acc_norm_nospace": stats}}
 
 
 def test_table_measures_delta_ci_and_names_every_difference():
@@ -95,6 +101,8 @@ def test_table_measures_delta_ci_and_names_every_difference():
         ("hellaswag", m): _summary(0.40, 0.31, 0.50, 100),
         ("arc_easy", m): _summary(0.50, 0.40, 0.60, 100),
         ("arc_challenge", m): _summary(0.30, 0.22, 0.38, 100),
+        ("arc_easy_test", m): _summary(0.52, 0.42, 0.62, 100),
+        ("arc_challenge_test", m): _summary(0.28, 0.20, 0.36, 100),
         ("piqa", m): _summary(0.66, 0.56, 0.75, 100),
         ("mmlu_cloze", m): _summary(0.29, 0.27, 0.31, 2000),
     }
@@ -102,17 +110,23 @@ def test_table_measures_delta_ci_and_names_every_difference():
         "hellaswag": {"loaded": {"validation": 10042}},
         "arc_easy": {"loaded": {"validation": 570}},
         "arc_challenge": {"loaded": {"validation": 299}},
+        "arc_easy_test": {"loaded": {"test": 2376}},
+        "arc_challenge_test": {"loaded": {"test": 1172}},
         "piqa": {"loaded": {"validation": 100}},
         "mmlu_cloze": {"loaded": {"test": 2000, "dev": 285}},
     }
-    rows = {r["benchmark"]: r for r in reproduction.table(card, run, summaries, prepared)}
+    records = reproduction.table(card, run, summaries, prepared)
+    rows = {(r["benchmark"], r["sensitivity"]): r for r in records}
+    assert len(rows) == len(records) == 9
 
-    hs = rows["HellaSwag"]
+    hs = rows[("HellaSwag", None)]
     assert (hs["measured"], hs["ci_low"], hs["ci_high"], hs["n"]) == (40.0, 31.0, 50.0, 100)
     assert hs["delta"] == pytest.approx(-0.9) and hs["within_tolerance"] and hs["published_in_ci"]
     assert hs["differs"] == ["seeded sample of 100 of 10,042 instances"]
 
-    arc = rows["ARC (average)"]  # equal-weight mean; CI half-widths combined in quadrature
+    assert rows[("ARC (average)", None)]["scenarios"] == ["arc_easy_test", "arc_challenge_test"]
+    assert "arc_easy_test: seeded sample of 100 of 2,376 instances" in rows[("ARC (average)", None)]["differs"]
+    arc = rows[("ARC (average)", "validation splits")]  # equal-weight mean; CI half-widths combined in quadrature
     half = math.sqrt(10.0**2 + 8.0**2) / 2
     assert arc["measured"] == 40.0 and arc["n"] == 200
     assert arc["ci_low"] == pytest.approx(40 - half, abs=1e-4) and arc["ci_high"] == pytest.approx(40 + half, abs=1e-4)
@@ -121,20 +135,24 @@ def test_table_measures_delta_ci_and_names_every_difference():
     assert "arc_challenge: seeded sample of 100 of 299 instances" in arc["differs"]
     assert arc["differs"][-1] == "mean of ARC-Easy and ARC-Challenge"
 
-    assert rows["PIQA"]["differs"] == []  # the complete validation set, 0-shot, as the card
-    assert rows["MMLU (cloze)"]["differs"] == ["micro average over questions (the card does not say micro or macro)"]
+    assert rows[("PIQA", None)]["differs"] == []  # the complete validation set, 0-shot, as the card
+    assert rows[("MMLU (cloze)", None)]["differs"] == [
+        "micro average over questions (the card does not say micro or macro)"
+    ]
 
-    md = reproduction.to_markdown(card, list(rows.values()), "b" * 64)
+    md = reproduction.to_markdown(card, records, "b" * 64)
     assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + len(rows)  # header, one line per row
     assert (
-        "| HellaSwag | 0-shot, validation, per character | acc_norm on hellaswag | 100 | 40.9 | 40.0 [31.0, 50.0] "
-        "| -0.9 | yes | yes |" in md
+        "| HellaSwag | 0-shot, validation, per character of the option | acc_norm_nospace on hellaswag | 100 | 40.9 "
+        "| 40.0 [31.0, 50.0] | -0.9 | yes | yes |" in md
     )
-    assert f"**{sum(r['within_tolerance'] for r in rows.values())} of 4** rows within it." in md and "b" * 64 in md
+    headline = [r for r in records if r["sensitivity"] is None]
+    assert f"**{sum(r['within_tolerance'] for r in headline)} of 4** rows within it (5 sensitivity rows" in md
+    assert "b" * 64 in md
 
     # a sensitivity row: listed after the headline rows, marked, with its own CI, never counted
-    alt = {**rows["PIQA"], "benchmark": "PIQA", "sensitivity": "per character of the option", "within_tolerance": True}
-    hl = [r for r in rows.values() if r["benchmark"] != "PIQA"]
+    alt = {**rows[("PIQA", None)], "sensitivity": "per character of the option", "within_tolerance": True}
+    hl = [r for r in headline if r["benchmark"] != "PIQA"]
     md = reproduction.to_markdown(card, [alt, *hl], "b" * 64)
     assert f"**{sum(r['within_tolerance'] for r in hl)} of 3** rows within it (1 sensitivity row, marked," in md
     table_lines = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| benchmark")]
