@@ -35,7 +35,8 @@ def ids(splits):
     return {k: [i.instance_id for i in v] for k, v in splits.items()}
 
 
-def first_prompt(cfg, splits):
+def first_requests(cfg, splits):
+    """The requests of the first sampled original instance."""
     run = RunConfig(
         seed=0,
         max_eval_instances=1,
@@ -47,7 +48,11 @@ def first_prompt(cfg, splits):
         mlflow={},
     )
     cfg = dataclasses.replace(cfg, perturbations=[])  # the original's prompt; variants are tested elsewhere
-    return get_adapter(cfg.method).build(cfg, run, splits)[0][1].prompt
+    return [r for _, r in get_adapter(cfg.method).build(cfg, run, splits)]
+
+
+def first_prompt(cfg, splits):
+    return first_requests(cfg, splits)[0].prompt
 
 
 @pytest.mark.parametrize("name", ["boolq", "truthful_qa", "gsm8k", "imdb", "bbq"])
@@ -106,17 +111,7 @@ def test_boolq_as_a_loglikelihood_choice_between_no_and_yes(fetched):
     assert collections.Counter(i.gold_indices for i in originals) == {(1,): 2033, (0,): 1237}
     flipped = [i for i in insts if i.perturbation == "contrast_set" and i.metadata["label_flipped"]]
     assert len(flipped) == 173
-    run = RunConfig(
-        seed=0,
-        max_eval_instances=1,
-        bootstrap_samples=0,
-        scenarios=[cfg.name],
-        models=[],
-        scenario={cfg.name: cfg},
-        model={},
-        mlflow={},
-    )
-    reqs = [r for _, r in get_adapter(cfg.method).build(dataclasses.replace(cfg, perturbations=[]), run, splits)]
+    reqs = first_requests(cfg, splits)
     assert [(r.continuation, r.choice_index) for r in reqs] == [(" no", 0), (" yes", 1)]
     assert reqs[0].prompt.startswith("Passage: ") and reqs[0].prompt.endswith("?\nAnswer:")
     with pytest.raises(
