@@ -49,6 +49,29 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _refusal_check(args) -> int:
+    from pathlib import Path
+
+    from .io import write_json
+    from .metrics.refusal import agreement, read_annotated, string_match
+
+    files = {Path(p).name: read_annotated(p) for p in args.csv}
+    groups = {**files, "all": [r for rows in files.values() for r in rows]} if len(files) > 1 else files
+    result = {}
+    for name, rows in groups.items():
+        pred, gold = [string_match(r["completion"]) for r in rows], [r["final_label"] for r in rows]
+        result[name] = agreement(pred, gold, args.samples, args.seed)
+        acc, kappa = result[name]["accuracy"], result[name]["kappa"]
+        print(
+            f"{name}: n={result[name]['n']}, accuracy {acc['mean']:.3f} [{acc['ci_low']:.3f}, {acc['ci_high']:.3f}], "
+            f"kappa {kappa['mean']:.3f} [{kappa['ci_low']:.3f}, {kappa['ci_high']:.3f}]"
+            + (f"  WARNING: {result[name]['warning']}" if "warning" in result[name] else "")
+        )
+    if args.out:
+        write_json(args.out, {"classifier": "string_match", "samples": args.samples, "seed": args.seed, **result})
+    return 0
+
+
 def _validate(args) -> int:
     from .adapters import get_adapter
     from .metrics import get_metric
@@ -211,6 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--anchor", help="the model held at 1000 (default: the mean rating is)")
     r.add_argument("--out", help="also write the ratings as JSON here")
     r.set_defaults(fn=_ratings)
+    rc = sub.add_parser(
+        "refusal-check",
+        help="how far the string-match refusal classifier agrees with people: accuracy and Cohen's kappa "
+        "with bootstrap CIs on XSTest's annotated completions CSVs (model_completions/*.csv)",
+    )
+    rc.add_argument("csv", nargs="+")
+    rc.add_argument("--samples", type=int, default=1000, help="bootstrap rounds")
+    rc.add_argument("--seed", type=int, default=0)
+    rc.add_argument("--out", help="also write the result as JSON here")
+    rc.set_defaults(fn=_refusal_check)
     k = sub.add_parser("cache", help="share the request cache's answers: `evaltrail cache export|import`")
     ksub = k.add_subparsers(dest="action", required=True)
     exp = ksub.add_parser("export", help="write the cached answers of params.yaml's cells, with their keys, to Parquet")
