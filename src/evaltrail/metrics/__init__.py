@@ -14,6 +14,8 @@ Per-instance kinds (a value per (instance, trial); a scenario's number is their 
 - ``lm``: over rolling-loglikelihood rows (one per document) -> per-document value.
 - ``text``: ``(texts: list[str]) -> list[float]``, reference-free, on generated text (toxicity).
 - ``usage``: over the requests of all instances -> value per instance (efficiency).
+- ``code``: over the generate rows (prompt, text, metadata with the unit test) -> value per
+  instance, from running the completed program in evaltrail.sandbox.
 Corpus kind (one value for the whole set, bootstrap CI over instances):
 - ``corpus``: `fn` is a `Corpus` group (evaltrail.metrics.registry) computing several named
   metrics from per-instance arrays at once (calibration, bias, BBQ).

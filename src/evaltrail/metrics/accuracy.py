@@ -6,6 +6,8 @@ Three kinds of per-instance metric, one section each:
   The report shows the same pick through `picks`, so what it displays is what was scored.
 - ``reference``: ``(gold, pred) -> float`` on generated text, as HELM defines them.
 - ``lm``: language modeling over rolling loglikelihoods (one row per document).
+- ``code``: functional correctness: the prompt and its completion, then the problem's unit test,
+  run in evaltrail.sandbox (generated code is untrusted).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .. import sandbox
 from .bias import treebank  # nltk's Treebank tokenizer: pure regex, no nltk data download
 from .registry import GROUP, register
 
@@ -316,3 +319,39 @@ def bits_per_byte(frame: pd.DataFrame) -> pd.Series:
 def perplexity(frame: pd.DataFrame) -> pd.Series:
     """exp(-logprob / tokens): token-level, so it depends on the model's tokenizer."""
     return _indexed(frame, np.exp(-frame["logprob"] / frame["num_output_tokens"]))
+
+
+# --- code: the completion must pass the problem's unit test ------------------------------------
+
+
+def program(prompt: str, completion: str, test: str, entry_point: str) -> str:
+    """What HumanEval executes: the prompt, the completion, the test, then check(<the function>)."""
+    return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
+
+
+@lru_cache(maxsize=8192)
+def _run(source: str) -> sandbox.Outcome:
+    return sandbox.run_python(source)
+
+
+def code_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (instance, trial) of the generate rows: whether the completed program passes its test in
+    the sandbox, and why not (memoized: the summary reads the reasons without running it again)."""
+    import json
+
+    from tqdm import tqdm
+
+    out = []
+    for r in tqdm(rows.itertuples(), total=len(rows), desc="sandboxed unit tests", unit="program", leave=False):
+        meta = json.loads(r.metadata)
+        outcome = _run(program(r.prompt, str(r.text or ""), meta["test"], meta["entry_point"]))
+        out.append((r.instance_id, r.trial, float(outcome.passed), outcome.reason))
+    frame = pd.DataFrame(out, columns=[*GROUP, "passed", "reason"])
+    return frame.set_index(GROUP)
+
+
+@register("pass_at_1", "code")
+def pass_at_1(rows: pd.DataFrame) -> pd.Series:
+    """1.0 when the greedy completion passes the problem's unit test in the sandbox (pass@1 with one
+    sample, as HELM reports HumanEval)."""
+    return code_outcomes(rows)["passed"]

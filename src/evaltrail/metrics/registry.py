@@ -24,7 +24,7 @@ class Metric:
     name: str
     """Registry key, used in scenario configs and results."""
     kind: str
-    """reference | choice | lm | text | usage (per instance) or corpus."""
+    """reference | choice | lm | text | usage | code (per instance) or corpus."""
     fn: Callable
     """The computation; see evaltrail.metrics for each kind's signature."""
     higher_is_better: bool | None = True
@@ -40,7 +40,7 @@ class Metric:
 _REGISTRY: dict[str, Metric] = {}
 
 
-PER_INSTANCE = ("reference", "choice", "lm", "text", "usage")
+PER_INSTANCE = ("reference", "choice", "lm", "text", "usage", "code")
 FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency")
 
 

@@ -66,6 +66,10 @@ def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Ser
         return metric(choice_rows(frame))
     if metric.kind == "usage":
         return metric(frame)
+    if metric.kind == "code":
+        if not (frame["method"] == "generate").any():
+            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated code")
+        return metric(frame[frame["method"] == "generate"])
     return metric(frame[frame["method"] == "loglikelihood_rolling"])
 
 
@@ -181,11 +185,15 @@ def group_means(scores: pd.DataFrame, frame: pd.DataFrame, cfg: ScenarioConfig) 
 
 def scorers(cfg: ScenarioConfig) -> dict[str, str]:
     """Versions of the models that score text (part of a number's provenance)."""
+    from .. import sandbox
     from .toxicity import CLASSIFIER_PACKAGE, classifier_version
 
+    out = {}
     if any(get_metric(m).family == "toxicity" for m in cfg.metrics):
-        return {"toxicity": f"{CLASSIFIER_PACKAGE}=={classifier_version()}"}
-    return {}
+        out["toxicity"] = f"{CLASSIFIER_PACKAGE}=={classifier_version()}"
+    if any(get_metric(m).kind == "code" for m in cfg.metrics):
+        out["code"] = f"evaltrail.sandbox (bubblewrap) with {sandbox.interpreter_version()}"
+    return out
 
 
 def score_cell(run, scenario: str, model: str) -> tuple[pd.DataFrame, dict]:
@@ -209,4 +217,15 @@ def score_cell(run, scenario: str, model: str) -> tuple[pd.DataFrame, dict]:
         groups=group_means(scores, frame, cfg),
         engine=computed_by(completions_path(scenario, model)),
     )
+    if any(get_metric(m).kind == "code" for m in cfg.metrics):
+        summary["code_outcomes"] = code_reasons(frame)
     return scores, summary
+
+
+def code_reasons(frame: pd.DataFrame) -> dict[str, int]:
+    """How the original instances' programs ended in the sandbox: reason -> count, most common first."""
+    from .accuracy import code_outcomes
+
+    rows = frame[(frame["method"] == "generate") & frame["perturbation"].isna()]
+    counts = code_outcomes(rows)["reason"].value_counts()
+    return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
