@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evaltrail import sandbox
+from evaltrail.adapters import get_adapter
 from evaltrail.metrics.accuracy import program
+from evaltrail.metrics.scoring import code_reasons, score_frame
+from evaltrail.scenarios import loader_of
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"{sandbox.available()} (.ci/run installs it)")
 
@@ -92,8 +98,9 @@ def test_the_sandbox_runs_as_nobody_without_capabilities():
     probe = (
         "import os\nstatus = open('/proc/self/status').read()\n"
         "assert os.getuid() != 0 and 'CapEff:\\t0000000000000000' in status, status\n"
-        "assert sorted(os.listdir('/')) == ['bin', 'dev', 'lib', 'lib64', 'proc', 'sandbox', 'sbin', 'tmp', 'usr'] "
-        "or 'home' not in os.listdir('/'), os.listdir('/')\n"
+        "seen = set(os.listdir('/'))\n"
+        "assert seen <= {'bin', 'dev', 'lib', 'lib64', 'proc', 'sandbox', 'sbin', 'tmp', 'usr'}, seen\n"
+        "assert os.getcwd() == '/sandbox', os.getcwd()\n"
     )
     outcome = sandbox.run_python(probe, LIMITS)
     assert outcome.passed, outcome.reason
@@ -102,15 +109,6 @@ def test_the_sandbox_runs_as_nobody_without_capabilities():
 def test_humaneval_canonical_solutions_pass_164_of_164_through_score_frame(fetched):
     """The real problems through the real scoring path: the canonical bodies pass every unit test,
     a body returning None fails every one, and each failure names its reason."""
-    import json
-
-    import pandas as pd
-
-    from evaltrail.adapters import get_adapter
-    from evaltrail.metrics.scoring import code_reasons, score_frame
-    from evaltrail.scenarios import loader_of
-
-    import dataclasses
 
     cfg, raw = fetched("humaneval")
     insts = loader_of(cfg).load(cfg, raw)["test"]
