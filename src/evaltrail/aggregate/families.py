@@ -20,6 +20,7 @@ HEADLINE = {
     "bias": ("bbq_bias_ambiguous", "representation_gender"),
     "toxicity": ("toxic_fraction",),
     "efficiency": ("prompt_tokens",),  # seconds measure the machine (results/costs), not the model
+    "safety": ("over_refusal",),
 }
 
 

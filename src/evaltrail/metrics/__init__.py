@@ -1,8 +1,9 @@
 """Metrics, one module per HELM family; `get_metric(name)` returns a callable Metric and
 `list_metrics()` names them all (the registry itself is evaltrail.metrics.registry).
 
-Families: accuracy (choice, generated-text and language-modeling metrics), calibration, worst_case
-(robustness and fairness), bias (word-list bias and BBQ), toxicity, efficiency. The judged
+Families: accuracy (choice, generated-text, language-modeling and code metrics), calibration,
+worst_case (robustness and fairness), bias (word-list bias and BBQ), toxicity, efficiency, refusal
+(safety: XSTest). The judged
 families (battles, RAG) live with their judges in evaltrail.judge. `scoring` turns a scenario's
 completions into per-instance values and a summary; `stats` holds the confidence intervals.
 
@@ -16,6 +17,8 @@ Per-instance kinds (a value per (instance, trial); a scenario's number is their 
 - ``usage``: over the requests of all instances -> value per instance (efficiency).
 - ``code``: over the generate rows (prompt, text, metadata with the unit test) -> value per
   instance, from running the completed program in evaltrail.sandbox.
+- ``generated``: over the generate rows (text and metadata) -> value per instance, for the
+  instances the metric applies to (refusal: over-refusal on safe prompts only).
 Corpus kind (one value for the whole set, bootstrap CI over instances):
 - ``corpus``: `fn` is a `Corpus` group (evaltrail.metrics.registry) computing several named
   metrics from per-instance arrays at once (calibration, bias, BBQ).
@@ -27,7 +30,7 @@ the scenario has variants (see evaltrail.metrics.worst_case).
 
 from __future__ import annotations
 
-from . import accuracy, bias, calibration, efficiency, toxicity  # noqa: F401  (families register on import)
+from . import accuracy, bias, calibration, efficiency, refusal, toxicity  # noqa: F401  (families register on import)
 from .registry import FAMILIES, PER_INSTANCE, Metric, check_metrics, get_metric, list_metrics, word_lists
 
 __all__ = ["FAMILIES", "PER_INSTANCE", "Metric", "check_metrics", "get_metric", "list_metrics", "word_lists"]

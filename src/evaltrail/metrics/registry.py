@@ -24,14 +24,14 @@ class Metric:
     name: str
     """Registry key, used in scenario configs and results."""
     kind: str
-    """reference | choice | lm | text | usage | code (per instance) or corpus."""
+    """reference | choice | lm | text | usage | code | generated (per instance) or corpus."""
     fn: Callable
     """The computation; see evaltrail.metrics for each kind's signature."""
     higher_is_better: bool | None = True
     """Direction, for win rates and significance marks; None: no better direction (token counts)."""
     family: str = "accuracy"
-    """HELM metric family: accuracy | calibration | bias | toxicity | efficiency (robustness and
-    fairness are worst-case views of these)."""
+    """HELM metric family: accuracy | calibration | bias | toxicity | efficiency | safety (HELM
+    Safety's refusal behaviour); robustness and fairness are worst-case views of these."""
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -40,8 +40,8 @@ class Metric:
 _REGISTRY: dict[str, Metric] = {}
 
 
-PER_INSTANCE = ("reference", "choice", "lm", "text", "usage", "code")
-FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency")
+PER_INSTANCE = ("reference", "choice", "lm", "text", "usage", "code", "generated")
+FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency", "safety")
 
 
 def register(name: str, kind: str, higher_is_better: bool | None = True, family: str = "accuracy"):

@@ -66,9 +66,9 @@ def _values(frame: pd.DataFrame, cfg: ScenarioConfig, metric, adapter) -> pd.Ser
         return metric(choice_rows(frame))
     if metric.kind == "usage":
         return metric(frame)
-    if metric.kind == "code":
+    if metric.kind in ("code", "generated"):
         if not (frame["method"] == "generate").any():
-            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated code")
+            raise EvaltrailError(f"params.yaml: scenario.{cfg.name}.metrics: {metric.name} needs generated text")
         return metric(frame[frame["method"] == "generate"])
     return metric(frame[frame["method"] == "loglikelihood_rolling"])
 
@@ -163,8 +163,9 @@ def summarize(scores: pd.DataFrame, corpus: dict[str, dict], cfg: ScenarioConfig
 
 
 def group_means(scores: pd.DataFrame, frame: pd.DataFrame, cfg: ScenarioConfig) -> dict:
-    """Per value of the scenario's sample_group (MMLU's subject): n and mean of each per-instance
-    accuracy metric over the original instances; {} when the scenario has no groups."""
+    """Per value of the scenario's sample_group (MMLU's subject, XSTest's prompt type): n and mean
+    of each per-instance accuracy or safety metric over the original instances; {} when the
+    scenario has no groups."""
     if not cfg.sample_group:
         return {}
     meta = frame.drop_duplicates("instance_id").set_index("instance_id")["metadata"]
@@ -172,7 +173,11 @@ def group_means(scores: pd.DataFrame, frame: pd.DataFrame, cfg: ScenarioConfig) 
     rows = scores[
         scores["perturbation"].isna()
         & scores["metric"].isin(
-            [m for m in cfg.metrics if get_metric(m).kind in PER_INSTANCE and get_metric(m).family == "accuracy"]
+            [
+                m
+                for m in cfg.metrics
+                if get_metric(m).kind in PER_INSTANCE and get_metric(m).family in ("accuracy", "safety")
+            ]
         )
     ]
     per = rows.groupby(["metric", "instance_id"])["value"].mean().reset_index()
