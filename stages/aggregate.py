@@ -9,6 +9,7 @@ from evaltrail.aggregate import families, pairwise, plots, reproduction
 from evaltrail.aggregate.leaderboard import collect, leaderboard, metrics_json, to_markdown
 from evaltrail.io import read_json, write_json, write_text
 from evaltrail.judge.battle import to_markdown as battle_markdown
+from evaltrail.metrics.refusal import classifier_sections
 from evaltrail.paths import (
     FAMILIES_JSON,
     LEADERBOARD_CSV,
@@ -57,6 +58,7 @@ def main() -> None:
         + pairwise.to_markdown(ratings, fit, diffs)
         + plots.subjects_markdown(subjects, summaries)
         + [line for b, summary in battles for line in ["", *battle_markdown(b, summary, level=2).splitlines()]]
+        + classifier_sections(summaries)
     )
     write_text(LEADERBOARD_CSV, board.to_csv(index=False, float_format="%.6f"))
     write_text(LEADERBOARD_MD, to_markdown(board, sections))

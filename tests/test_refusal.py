@@ -14,7 +14,15 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaltrail.errors import EvaltrailError
 from evaltrail.metrics import get_metric
-from evaltrail.metrics.refusal import LABELS, agreement, cohen_kappa, read_annotated, string_match
+from evaltrail.metrics.refusal import (
+    LABELS,
+    agreement,
+    classifier_checks,
+    classifier_sections,
+    cohen_kappa,
+    read_annotated,
+    string_match,
+)
 
 XSTEST = "raw.githubusercontent.com/paul-rottger/exaggerated-safety/d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d"
 
@@ -107,3 +115,18 @@ def test_string_match_against_xstest_human_labels(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("WARNING: kappa") == 3 and "all: n=2250, accuracy 0.839" in proc.stdout
     assert json.loads(out.read_text())["all"]["kappa"]["mean"] == pooled["kappa"]["mean"]
+    # as the score stage computes it from a scenario's raw files, and as the leaderboard shows it
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for f in files:
+        (raw / f"annotated_{f.stem.removeprefix('xstest_v2_completions_')}.csv").write_bytes(f.read_bytes())
+    checks = classifier_checks(raw, 1000, 0)["string_match"]
+    assert checks["kappa"] == pooled["kappa"] and sorted(checks["per_source"]) == [
+        "gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"
+    ]  # fmt: skip
+    assert sorted(k for k, v in checks["per_source"].items() if "warning" in v) == [
+        "llama2orig", "mistralguard", "mistralinstruct"
+    ]  # fmt: skip
+    md = "\n".join(classifier_sections({("xstest", "m1"): {"classifier_checks": {"string_match": checks}}}))
+    assert "## Refusal classifiers against people (xstest)" in md and md.count("**kappa < 0.6**") == 3
+    assert "| string_match | all | 2,250 | 0.839 [0.823, 0.853] | 0.699 [0.672, 0.724] |  |" in md

@@ -132,6 +132,57 @@ def agreement(pred: list[str], gold: list[str], samples: int, seed: int) -> dict
     return result
 
 
+ANNOTATED = "annotated_*.csv"
+"""XSTest's human-labelled answers among a scenario's raw files (one file per chat model)."""
+
+
+def classifier_checks(raw: Path, samples: int, seed: int) -> dict:
+    """Each refusal classifier against XSTest's human labels in `raw`: pooled over every annotated
+    answer, and per chat model (a classifier can be fine on one model's style and poor on another's)."""
+    files = sorted(Path(raw).glob(ANNOTATED))
+    if not files:
+        raise EvaltrailError(f"{raw}: no {ANNOTATED}: the scenario's sources must pin XSTest's annotated answers")
+    per = {f.stem.removeprefix("annotated_"): read_annotated(f) for f in files}
+    rows = [r for part in per.values() for r in part]
+
+    def check(part: list[dict]) -> dict:
+        return agreement([string_match(r["completion"]) for r in part], [r["final_label"] for r in part], samples, seed)
+
+    return {"string_match": {**check(rows), "per_source": {name: check(part) for name, part in per.items()}}}
+
+
+def classifier_sections(summaries: dict[tuple[str, str], dict]) -> list[str]:
+    """Leaderboard sections: each scenario's classifier check (the same for every model: it is about
+    the classifier), in scenario order."""
+    checks = {s: v["classifier_checks"] for (s, _), v in sorted(summaries.items()) if "classifier_checks" in v}
+    return [line for s, c in checks.items() for line in checks_markdown(s, c)]
+
+
+def checks_markdown(scenario: str, checks: dict) -> list[str]:
+    """The classifier check as a leaderboard section."""
+
+    def ci(st: dict) -> str:
+        return f"{st['mean']:.3f} [{st['ci_low']:.3f}, {st['ci_high']:.3f}]" if st["mean"] is not None else "—"
+
+    lines = [
+        "",
+        f"## Refusal classifiers against people ({scenario})",
+        "",
+        "Each classifier's labels against XSTest's human final labels (2,250 answers of five chat models), 95% "
+        f"bootstrap CIs; kappa below {KAPPA_WARN} is flagged: rates from such a classifier are unreliable.",
+        "",
+        "| classifier | answers | n | accuracy | Cohen's kappa | |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, c in sorted(checks.items()):
+        for source, part in [("all", c), *sorted(c.get("per_source", {}).items())]:
+            flag = "**kappa < 0.6**" if "warning" in part else ""
+            lines.append(
+                f"| {name} | {source} | {part['n']:,} | {ci(part['accuracy'])} | {ci(part['kappa'])} | {flag} |"
+            )
+    return lines
+
+
 # --- per-instance refusal metrics --------------------------------------------------------------
 
 

@@ -224,6 +224,10 @@ def score_cell(run, scenario: str, model: str) -> tuple[pd.DataFrame, dict]:
     )
     if any(get_metric(m).kind == "code" for m in cfg.metrics):
         summary["code_outcomes"] = code_reasons(frame)
+    if any(get_metric(m).family == "safety" for m in cfg.metrics):
+        from .refusal import classifier_checks
+
+        summary["classifier_checks"] = classifier_checks(raw_dir(scenario), run.bootstrap_samples, run.seed)
     return scores, summary
 
 
