@@ -130,3 +130,19 @@ def test_string_match_against_xstest_human_labels(tmp_path):
     md = "\n".join(classifier_sections({("xstest", "m1"): {"classifier_checks": {"string_match": checks}}}))
     assert "## Refusal classifiers against people (xstest)" in md and md.count("**kappa < 0.6**") == 3
     assert "| string_match | all | 2,250 | 0.839 [0.823, 0.853] | 0.699 [0.672, 0.724] |  |" in md
+
+
+def test_the_report_shows_the_classifier_check_and_flags_low_kappa():
+    from evaltrail.report.html import index_html
+    from evaltrail.report.tables import classifier_tables
+
+    gold = ["full_refusal"] * 30 + ["full_compliance"] * 60 + ["partial_refusal"] * 10
+    good = agreement(gold[:95] + ["full_compliance"] * 5, gold, 200, 0)
+    poor = agreement(["full_compliance"] * 100, gold, 200, 0)
+    checks = {"string_match": {**good, "per_source": {"<b>model</b>": poor}}}
+    [table] = classifier_tables("xstest", checks)
+    assert [row[0].text for row in table.rows] == ["all", "<b>model</b>"]
+    assert [row[-1].text for row in table.rows] == ["yes", "no: kappa < 0.6"]
+    page = index_html([], [], [], [], [], classifiers=[table])
+    assert "Refusal classifiers against people" in page and "no: kappa &lt; 0.6" in page
+    assert "&lt;b&gt;model&lt;/b&gt;" in page and "<b>model</b>" not in page  # data is escaped

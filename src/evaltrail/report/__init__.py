@@ -28,7 +28,7 @@ from .charts import charts
 from .data import scenario_payload
 from .html import ModelFacts, ScenarioFacts, index_html, verification_line
 from .inputs import read_json_input, read_optional_json
-from .tables import battle_tables, check_records, family_tables, leaderboard_tables
+from .tables import battle_tables, check_records, classifier_tables, family_tables, leaderboard_tables
 
 REPORT_DIR = REPORT
 ASSETS = ("report.css", "report.js")
@@ -125,6 +125,13 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
         for b in sorted(run.battle_scenarios)
         for t in battle_tables(b, read_json_input(battle_ratings_path(b), f"run `dvc repro battle@{b}`"))
     ]
+    classifiers = [
+        t
+        for s in run.scenarios
+        for m in run.models[:1]  # the check is about the classifier: the same in every model's summary
+        if "classifier_checks" in (summary := read_json_input(summary_path(s, m), f"run `dvc repro score@{s}-{m}`"))
+        for t in classifier_tables(s, summary["classifier_checks"])
+    ]
     verified = [
         (s, m, _verification(verify_path(s, m)))
         for s in run.scenarios
@@ -139,6 +146,7 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
         charts(PLOTS, run.models),
         battles,
         verified,
+        classifiers,
     )
     files = {"index.html": page}
     files.update(

@@ -154,6 +154,7 @@ def index_html(
     charts: list[Chart],
     battles: list[Table] = (),
     verified: list[tuple[str, str, str]] = (),
+    classifiers: list[Table] = (),
 ) -> str:
     """verified: (scenario, model, verification_line) of each cell with a results/verify file."""
     nav = "".join(f'<a href="#scenario/{_attr(s.name)}">{escape(s.name)}</a>' for s in scenarios)
@@ -170,6 +171,13 @@ def index_html(
             '<h2 id="battles">Battles</h2><p class="note">Pairwise judgements of open-ended answers '
             "(results/battles/); ratings and their CIs come from the verdicts alone.</p>",
             *map(table_html, battles),
+        ]
+    if classifiers:
+        parts += [
+            '<h2 id="classifiers">Refusal classifiers against people</h2><p class="note">A refusal rate is only '
+            "as good as the classifier that labelled the answers: each is scored against XSTest's human labels; "
+            "kappa below 0.6 means its rates are unreliable.</p>",
+            *map(table_html, classifiers),
         ]
     if charts:
         parts.append('<h2 id="plots">Plots</h2>')

@@ -173,3 +173,34 @@ def battle_tables(scenario: str, summary: dict) -> list[Table]:
         ],
     )
     return [ratings, wins]
+
+
+def classifier_tables(scenario: str, checks: dict) -> list[Table]:
+    """Each refusal classifier against people: accuracy and kappa with CIs, pooled and per source;
+    a kappa below the warning threshold is marked in the last column."""
+    from ..metrics.refusal import KAPPA_WARN
+
+    return [
+        Table(
+            f"classifier-{scenario}-{name}",
+            f"{scenario}: the {name} refusal classifier against XSTest's human labels",
+            [
+                Column("answers", numeric=False, title="whose answers were labelled"),
+                Column("n"),
+                Column("accuracy", title="share of answers labelled as people did, 95% bootstrap CI"),
+                Column("kappa", title="Cohen's kappa over the three labels, 95% bootstrap CI"),
+                Column("reliable", numeric=False, title=f"kappa >= {KAPPA_WARN}"),
+            ],
+            [
+                [
+                    Cell(source, source),
+                    Cell(f"{part['n']:,}", part["n"]),
+                    stat_cell(part["accuracy"], part["n"]),
+                    stat_cell(part["kappa"], part["n"]),
+                    Cell("no: kappa < 0.6" if "warning" in part else "yes", "warning" not in part),
+                ]
+                for source, part in [("all", c), *sorted(c.get("per_source", {}).items())]
+            ],
+        )
+        for name, c in sorted(checks.items())
+    ]
