@@ -14,7 +14,7 @@ import pytest
 
 from evaltrail import sandbox
 from evaltrail.adapters import get_adapter
-from evaltrail.metrics.accuracy import program
+from evaltrail.metrics.accuracy import FINISHED, program
 from evaltrail.metrics.scoring import code_reasons, score_frame
 from evaltrail.scenarios import loader_of
 
@@ -26,7 +26,7 @@ LIMITS = sandbox.Limits(cpu_s=2, wall_s=5)
 
 
 def run(body: str) -> sandbox.Outcome:
-    return sandbox.run_python(program(PROMPT, body, TEST, "add"), LIMITS)
+    return sandbox.run_python(program(PROMPT, body, TEST, "add"), LIMITS, finished=FINISHED)
 
 
 def nobody_processes(settle_s: float = 10.0) -> int:
@@ -79,6 +79,8 @@ def test_hostile_completions_fail_with_their_reason(tmp_path):
             "",  # whichever it reaches first: no such process, or the wrong answer
         ),
         "a huge output": ("    while True:\n        print('x' * 10000)\n", "OSError: [Errno 27] File too large"),
+        "exiting early with status 0": ("    import os\n    os._exit(0)\n", "exited before its test finished"),
+        "top-level code exiting at once": ("    return a - b\nimport sys\nsys.exit(0)\n", "exited before its test"),
     }
     try:
         for name, (body, reason) in hostile.items():

@@ -158,8 +158,10 @@ def _reason(code: int, workdir: Path) -> str:
     return err or f"exit status {code}"
 
 
-def run_python(program: str, limits: Limits = Limits()) -> Outcome:
-    """Run `program` (Python source) in the sandbox: pass when it exits 0 within its limits."""
+def run_python(program: str, limits: Limits = Limits(), finished: str | None = None) -> Outcome:
+    """Run `program` (Python source) in the sandbox: pass when it exits 0 within its limits and,
+    when `finished` is given, its stdout ends with that line (what the program prints last, so an
+    early `sys.exit(0)` or `os._exit(0)` in untrusted code cannot pass for a finished test)."""
     missing = available()
     if missing:
         raise EvaltrailError(missing)
@@ -185,6 +187,8 @@ def run_python(program: str, limits: Limits = Limits()) -> Outcome:
             return Outcome(False, f"timeout: still running after {limits.wall_s:g} s wall", time.monotonic() - start)
         seconds = time.monotonic() - start
         if proc.returncode == 0:
+            if finished is not None and _last_line(workdir / "stdout.txt") != finished:
+                return Outcome(False, "exited before its test finished", seconds)
             return Outcome(True, "passed", seconds)
         if setup.strip() and not (workdir / "stderr.txt").exists():  # bwrap itself failed
             raise EvaltrailError(f"the code sandbox did not start: {setup.decode('utf-8', 'replace').strip()[:300]}")

@@ -324,14 +324,19 @@ def perplexity(frame: pd.DataFrame) -> pd.Series:
 # --- code: the completion must pass the problem's unit test ------------------------------------
 
 
+FINISHED = "evaltrail: the test ran to its end"
+"""Printed after check(): only a program that gets there passes (see sandbox.run_python)."""
+
+
 def program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """What HumanEval executes: the prompt, the completion, the test, then check(<the function>)."""
-    return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
+    """What HumanEval executes: the prompt, the completion, the test, check(<the function>), and
+    the line that says the test ran to its end."""
+    return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\nprint({FINISHED!r})\n"
 
 
 @lru_cache(maxsize=8192)
 def _run(source: str) -> sandbox.Outcome:
-    return sandbox.run_python(source)
+    return sandbox.run_python(source, finished=FINISHED)
 
 
 def code_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
