@@ -137,6 +137,13 @@ def test_bad_confs_fail_before_reading_rows(tmp_path):
         EvaltrailError, match=r"'multiple_choice' names a generic loader; choose it with `loader: multiple_choice`"
     ):
         get_scenario("multiple_choice").check(build_scenario({**mc_conf(data), "loader": None}, "x", "multiple_choice"))
+    comma = {
+        "task": "qa",
+        "domain": "trivia (history",
+        "science)": None,
+    }  # `domain: trivia (history, science)` unquoted
+    with pytest.raises(EvaltrailError, match=r"taxonomy\.science\): unknown taxonomy key; valid: task, domain, risk"):
+        load(mc_conf(data, taxonomy=comma), tmp_path)
     bad = {**mc_conf(data), "sources": [{**mc_conf(data)["sources"][0], "file": "train.jsonl"}]}
     with pytest.raises(
         EvaltrailError,

@@ -129,7 +129,7 @@ class ScenarioConfig:
     description: str | None = None
     """One line on what the scenario measures."""
     taxonomy: dict = field(default_factory=dict)
-    """HELM taxonomy: task, domain (what), language, who, when."""
+    """HELM taxonomy: task, domain (what), risk (HELM Safety), language, who, when (TAXONOMY)."""
     license: str | None = None
     """Licence of the data as evaluated."""
     citation: str | None = None
@@ -455,10 +455,23 @@ def build(cls, data: Any, where: str, **fixed):
     return cls(**fixed, **data)
 
 
+TAXONOMY = ("task", "domain", "risk", "language", "who", "when")
+"""The keys of a scenario's taxonomy: HELM's (task; what: domain; who; when; language) and HELM
+Safety's risk."""
+
+
 def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
     """A ScenarioConfig with its `files` source groups expanded to one source per file."""
     if isinstance(data, dict) and "sources" in data:
         data = {**data, "sources": expand(data["sources"], f"{where}.sources")}
+    taxonomy = data.get("taxonomy") if isinstance(data, dict) else None
+    if isinstance(taxonomy, dict):
+        unknown = sorted(set(map(str, taxonomy)) - set(TAXONOMY))
+        if unknown:  # also what an unquoted comma inside a YAML flow mapping leaves behind
+            raise EvaltrailError(
+                f"{key_of(where, 'taxonomy')}.{unknown[0]}: unknown taxonomy key; valid: {', '.join(TAXONOMY)} "
+                "(quote a value that holds a comma)"
+            )
     return build(ScenarioConfig, data, where, name=name)
 
 
