@@ -46,6 +46,7 @@ def test_a_correct_and_a_wrong_completion():
     assert not wrong.passed and wrong.reason == "AssertionError"
 
 
+@pytest.mark.slow  # about 20 s of CPU and wall-clock limits running out on purpose
 def test_hostile_completions_fail_with_their_reason(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("host data")
