@@ -139,7 +139,7 @@ def test_artifacts_are_byte_identical_when_recomputed(repo):
 
 
 def test_changing_metric_code_reruns_scoring_not_inference(repo):
-    code = repo / "src" / "evaltrail" / "metrics" / "reference.py"
+    code = repo / "src" / "evaltrail" / "metrics" / "accuracy.py"
     original = code.read_text()
     code.write_text(original + "\n# an edit to metric code\n")
     try:
