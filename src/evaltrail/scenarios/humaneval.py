@@ -8,29 +8,14 @@ function's name, which `pass_at_1` runs against the completion in the code sandb
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 from ..config import ScenarioConfig
-from ..errors import EvaltrailError
 from ..schema import Reference, make_instance
 from . import register
-from .rows import convert
+from .rows import convert, jsonl_rows
 
 FILE = "HumanEval.jsonl.gz"
-
-
-def _rows(path: Path):
-    if not path.is_file():
-        raise EvaltrailError(f"{path}: missing raw file; run `dvc repro` so fetch materializes it")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield no, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield no, exc
 
 
 def _make(split: str, row: dict):
@@ -46,4 +31,4 @@ def _make(split: str, row: dict):
 @register("humaneval")
 def load(cfg: ScenarioConfig, raw: Path) -> dict[str, list]:
     path = raw / FILE
-    return {cfg.eval_split: convert(cfg, path, _rows(path), lambda row: _make(cfg.eval_split, row))}
+    return {cfg.eval_split: convert(cfg, path, jsonl_rows(path), lambda row: _make(cfg.eval_split, row))}

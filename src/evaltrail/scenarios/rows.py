@@ -8,6 +8,7 @@ naming file and line (and counted in `SKIPPED`, which prepare reports); one more
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -30,8 +31,9 @@ def _require(path: Path) -> Path:
 
 
 def jsonl_rows(path: Path) -> Iterator[tuple[int, object]]:
-    """(line number, parsed JSON or the exception) for each non-blank line."""
-    with open(_require(path), encoding="utf-8") as f:
+    """(line number, parsed JSON or the exception) for each non-blank line (gzip when *.gz)."""
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(_require(path), "rt", encoding="utf-8") as f:
         for no, line in enumerate(f, 1):
             if line.strip():
                 try:
