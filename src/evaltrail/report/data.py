@@ -107,21 +107,19 @@ class _Model:
     """One model's completions (by request_id), per-instance scores (by instance, trial) and, for
     separate multiple choice, the option it picks (by the main metric's rule, as scored)."""
 
-    def __init__(self, scenario: str, model: str, cfg: ScenarioConfig, prompts: list[dict]):
+    def __init__(self, scenario: str, model: str, cfg: ScenarioConfig, options: pd.DataFrame | None):
         rows = read_parquet_input(completions_path(scenario, model), f"run `dvc repro infer@{scenario}-{model}`")
         self.completions = {r["request_id"]: r for r in rows}
         rows = read_parquet_input(scores_path(scenario, model), f"run `dvc repro score@{scenario}-{model}`")
         self.scores: dict[tuple[str, int], dict[str, float]] = {}
         for r in rows:
             self.scores.setdefault((r["instance_id"], r["trial"]), {})[r["metric"]] = r["value"]
-        self.picks: dict[tuple[str, int], int] = {}
-        if cfg.method == "multiple_choice_separate":
-            self.picks = self._picks(cfg, prompts)
+        self.picks = self._picks(cfg, options) if options is not None else {}
 
-    def _picks(self, cfg: ScenarioConfig, prompts: list[dict]) -> dict[tuple[str, int], int]:
-        frame = pd.DataFrame(prompts)
-        frame["logprob"] = [self.get(r, "logprob") for r in prompts]
-        rows = choice_rows(frame[frame["method"] == "loglikelihood"])
+    def _picks(self, cfg: ScenarioConfig, options: pd.DataFrame) -> dict[tuple[str, int], int]:
+        """`options`: the scenario's loglikelihood requests, one frame shared by every model."""
+        logprob = [self.completions.get(rid, {}).get("logprob") for rid in options["request_id"]]
+        rows = choice_rows(options.assign(logprob=logprob))
         score = choice_rule(cfg.main_metric).score(rows)
         # an instance with an option left unanswered gets no pick
         scored = score.notna().groupby([rows["instance_id"], rows["trial"]]).transform("all")
@@ -248,7 +246,9 @@ def scenario_payload(run: RunConfig, scenario: str) -> dict:
     cfg = run.scenario[scenario]
     sources = read_json_input(sources_json(scenario), f"run `dvc repro fetch@{scenario}`")
     prompts = read_parquet_input(prompts_path(scenario), f"run `dvc repro prepare@{scenario}`")
-    models = [_Model(scenario, m, cfg, prompts) for m in run.models]
+    separate = cfg.method == "multiple_choice_separate"
+    options = pd.DataFrame([r for r in prompts if r["method"] == "loglikelihood"]) if separate else None
+    models = [_Model(scenario, m, cfg, options) for m in run.models]
     metrics = score_metric_order({k for m in models for v in m.scores.values() for k in v}, cfg)
     originals = {
         r["instance_id"]: json.loads(r["metadata"] or "{}").get("original_id") or r["instance_id"] for r in prompts

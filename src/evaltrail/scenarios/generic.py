@@ -15,6 +15,7 @@ llm-foundry's do, while the conf's input_noun adds it again).
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -104,8 +105,6 @@ def _input(cfg: ScenarioConfig, row: dict, column: str) -> str:
 def _listed(value, what: str) -> list[str]:
     """A list of strings; CSV cells holding a JSON list are parsed (CSV has no lists)."""
     if isinstance(value, str) and value.lstrip().startswith("["):
-        import json
-
         value = json.loads(value)
     if isinstance(value, str):
         return [value]
