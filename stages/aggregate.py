@@ -7,6 +7,7 @@ import pandas as pd
 
 from evaltrail.aggregate import families, pairwise, plots, reproduction
 from evaltrail.aggregate.leaderboard import collect, leaderboard, metrics_json, to_markdown
+from evaltrail.config import group_of
 from evaltrail.io import read_json, write_json, write_text
 from evaltrail.judge.battle import to_markdown as battle_markdown
 from evaltrail.metrics.refusal import classifier_sections
@@ -61,7 +62,7 @@ def main() -> None:
         + classifier_sections(summaries)
     )
     write_text(LEADERBOARD_CSV, board.to_csv(index=False, float_format="%.6f"))
-    write_text(LEADERBOARD_MD, to_markdown(board, sections))
+    write_text(LEADERBOARD_MD, to_markdown(board, sections, {s: group_of(c) for s, c in run.scenario.items()}))
     write_json(LEADERBOARD_JSON, board.to_dict(orient="records"))
     write_json(FAMILIES_JSON, families.to_records(tables))
     write_json(

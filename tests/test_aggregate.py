@@ -65,3 +65,38 @@ def test_markdown_groups_every_metric_by_family_with_direction():
     assert md.index("## Accuracy") < md.index("## Calibration") < md.index("## Robustness")
     assert "| mmlu | ece_10_bin ↓ | 10 | 0.300 [0.200, 0.400] |" in md
     assert "| mmlu | exact_match/robustness ↑ | 10 | 0.200 [0.100, 0.300] |" in md
+
+
+def test_main_tables_follow_the_taxonomy_groups_in_helms_order():
+    summaries = {
+        **SUMMARIES,
+        ("xstest", "a"): summary("over_refusal", over_refusal=0.1),
+        ("mine", "a"): summary("acc", acc=0.5),
+    }
+    md = to_markdown(
+        leaderboard(summaries), groups={"hellaswag": "Knowledge", "mmlu": "Knowledge", "xstest": "Safety: refusal"}
+    )
+    knowledge, safety, other = md.index("## Knowledge"), md.index("## Safety: refusal"), md.index("## Other")
+    assert knowledge < safety < other < md.index("## All metrics")  # config.GROUPS order; ungrouped last
+    assert md.index("| model | hellaswag (acc_norm) | mmlu (exact_match) |") in range(knowledge, safety)
+    assert md.index("| model | mine (acc) |") > other
+
+
+def test_every_scenario_conf_names_a_leaderboard_group(tmp_path):
+    import pytest
+    import yaml
+
+    from evaltrail.config import GROUPS, build_scenario
+    from evaltrail.errors import EvaltrailError
+
+    from .conftest import ROOT
+
+    for conf in sorted((ROOT / "conf" / "scenario").glob("*.yaml")):
+        raw = yaml.safe_load(conf.read_text())
+        if "defaults" in raw:  # a variant: its group comes from the scenario it extends
+            continue
+        assert raw["taxonomy"].get("group") in GROUPS, conf.name
+    with pytest.raises(
+        EvaltrailError, match=r"taxonomy\.group: 'trivia' is no leaderboard group; valid: question_answering"
+    ):
+        build_scenario({"taxonomy": {"group": "trivia"}}, "conf/scenario/x.yaml", "x")

@@ -142,7 +142,9 @@ def test_bad_confs_fail_before_reading_rows(tmp_path):
         "domain": "trivia (history",
         "science)": None,
     }  # `domain: trivia (history, science)` unquoted
-    with pytest.raises(EvaltrailError, match=r"taxonomy\.science\): unknown taxonomy key; valid: task, domain, risk"):
+    with pytest.raises(
+        EvaltrailError, match=r"taxonomy\.science\): unknown taxonomy key; valid: group, task, domain, risk"
+    ):
         load(mc_conf(data, taxonomy=comma), tmp_path)
     bad = {**mc_conf(data), "sources": [{**mc_conf(data)["sources"][0], "file": "train.jsonl"}]}
     with pytest.raises(

@@ -37,6 +37,7 @@ def test_dvc_yaml_names_each_stage_slice_and_only_configure_reads_params_yaml():
         "prepare": "${item}",
         "battle": "${key}",
         "rag": "${key}",
+        "refusal": "${key}",
         "infer": "${item.scenario}-${item.model}",
         "score": "${item.scenario}-${item.model}",
     }
@@ -47,7 +48,7 @@ def test_dvc_yaml_names_each_stage_slice_and_only_configure_reads_params_yaml():
         assert deps == [params_slice_path(name, unit.get(name)).as_posix()], name
 
 
-@pytest.mark.parametrize("suite", ["default", "core", "battle", "rag"])
+@pytest.mark.parametrize("suite", ["default", "core", "battle", "rag", "safety"])
 def test_every_stage_of_a_suite_gets_a_slice_holding_only_its_keys(suite, tmp_path):
     raw = composed_params([f"suite={suite}"], ROOT / "conf")
     parse_params(raw)

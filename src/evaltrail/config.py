@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import EvaltrailError
+from .schema import REFUSAL_LABELS
 from .sources import expand
 
 PARAMS_FILE = "params.yaml"
@@ -129,7 +130,8 @@ class ScenarioConfig:
     description: str | None = None
     """One line on what the scenario measures."""
     taxonomy: dict = field(default_factory=dict)
-    """HELM taxonomy: task, domain (what), risk (HELM Safety), language, who, when (TAXONOMY)."""
+    """Leaderboard group (GROUPS) and HELM taxonomy: task, domain (what), risk (HELM Safety), language,
+    who, when (TAXONOMY)."""
     license: str | None = None
     """Licence of the data as evaluated."""
     citation: str | None = None
@@ -251,6 +253,33 @@ class BattleConfig:
 
 
 @dataclass(frozen=True)
+class RefusalConfig:
+    """A scenario's judge refusal classifier (conf/refusal/): judge model, prompt, label continuations."""
+
+    scenario: str
+    """The XSTest-style scenario (the key under `refusal`)."""
+    judge: str
+    """The judging model: a key of `model`."""
+    prompt: str
+    """The judge's prompt with {question} and {answer}; each label's continuation is scored after it."""
+    labels: dict
+    """full_compliance / full_refusal / partial_refusal -> the continuation whose logprob stands for it."""
+
+    def __post_init__(self):
+        where = f"params.yaml: refusal.{self.scenario}"
+        lacking = [f for f in ("{question}", "{answer}") if f not in self.prompt]
+        if lacking:
+            raise EvaltrailError(f"{where}.prompt: the prompt lacks {lacking[0]}")
+        if sorted(self.labels) != sorted(REFUSAL_LABELS):
+            raise EvaltrailError(
+                f"{where}.labels: need exactly {', '.join(REFUSAL_LABELS)}; got {', '.join(map(str, self.labels))}"
+            )
+        texts = [str(t) for t in self.labels.values()]
+        if len(set(texts)) < len(texts) or not all(t.strip() for t in texts):
+            raise EvaltrailError(f"{where}.labels: each label needs its own non-empty continuation")
+
+
+@dataclass(frozen=True)
 class RagConfig:
     """A scenario's RAG judging (conf/rag/): judge model, verdict method, prompts, embeddings."""
 
@@ -314,10 +343,14 @@ class RunConfig:
     """Scenario -> its judged pairwise battles (the battle stage)."""
     rag: dict[str, RagConfig] = field(default_factory=dict)
     """Scenario -> its judged RAG metrics (the rag stage)."""
+    refusal: dict[str, RefusalConfig] = field(default_factory=dict)
+    """Scenario -> its judge refusal classifier (the refusal stage)."""
     battle_scenarios: list[str] = field(default_factory=list)
     """Derived: the keys of `battle` (aggregate depends on this, not on the judge configs)."""
     rag_scenarios: list[str] = field(default_factory=list)
     """Derived: the keys of `rag`."""
+    refusal_scenarios: list[str] = field(default_factory=list)
+    """Derived: the keys of `refusal`."""
     engine: Any = None
     """The pinned llama.cpp build (EngineConfig); None where params.yaml has none."""
 
@@ -455,9 +488,29 @@ def build(cls, data: Any, where: str, **fixed):
     return cls(**fixed, **data)
 
 
-TAXONOMY = ("task", "domain", "risk", "language", "who", "when")
-"""The keys of a scenario's taxonomy: HELM's (task; what: domain; who; when; language) and HELM
-Safety's risk."""
+TAXONOMY = ("group", "task", "domain", "risk", "language", "who", "when")
+"""The keys of a scenario's taxonomy: the leaderboard group (GROUPS), HELM's (task; what: domain;
+who; when; language) and HELM Safety's risk."""
+
+GROUPS = {
+    "question_answering": "Question answering",
+    "knowledge": "Knowledge",
+    "reasoning": "Reasoning",
+    "math": "Reasoning: math",
+    "code": "Reasoning: code",
+    "language": "Language",
+    "sentiment_analysis": "Sentiment analysis",
+    "summarization": "Summarization",
+    "instruction_following": "Instruction following",
+    "harms": "Harms: bias and toxicity",
+    "safety": "Safety: refusal",
+}
+"""taxonomy.group -> its heading, in leaderboard order: HELM Classic's core and targeted categories
+(question answering, knowledge, reasoning with its math and code parts, language, sentiment
+analysis, summarization, harms), HELM Capabilities' instruction following and HELM Safety's
+refusal. A scenario without a group is listed under OTHER."""
+
+OTHER = "Other"
 
 
 def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
@@ -472,11 +525,21 @@ def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
                 f"{key_of(where, 'taxonomy')}.{unknown[0]}: unknown taxonomy key; valid: {', '.join(TAXONOMY)} "
                 "(quote a value that holds a comma)"
             )
+        group = taxonomy.get("group")
+        if group is not None and group not in GROUPS:
+            raise EvaltrailError(
+                f"{key_of(where, 'taxonomy')}.group: {group!r} is no leaderboard group; valid: {', '.join(GROUPS)}"
+            )
     return build(ScenarioConfig, data, where, name=name)
 
 
-def _check_references(scen: dict, mods: dict, battles: dict, rag: dict, source: str) -> None:
-    """Battles and RAG checks name a scenario, a judge and contestants of the same run."""
+def group_of(cfg: ScenarioConfig) -> str:
+    """The heading a scenario's leaderboard columns sit under."""
+    return GROUPS.get(cfg.taxonomy.get("group"), OTHER)
+
+
+def _check_references(scen: dict, mods: dict, battles: dict, judged: dict, source: str) -> None:
+    """Battles, RAG checks and refusal judges name a scenario, a judge and contestants of the same run."""
     for n, b in battles.items():
         where = f"{source}: battle.{n}"
         if n not in scen:
@@ -493,21 +556,25 @@ def _check_references(scen: dict, mods: dict, battles: dict, rag: dict, source: 
             )
         if len(set(contestants)) < 2:
             raise EvaltrailError(f"{where}.contestants: a battle needs at least two models, got {contestants}")
-    for n, r in rag.items():
-        if n not in scen:
-            raise EvaltrailError(f"{source}: rag.{n}: RAG metrics need scenario {n!r} in the run; add it to the suite")
-        if r.judge not in mods:
-            raise EvaltrailError(
-                f"{source}: rag.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
-                f"suite's defaults (valid: {', '.join(sorted(mods))})"
-            )
+    for group, configs in judged.items():
+        for n, r in configs.items():
+            if n not in scen:
+                raise EvaltrailError(
+                    f"{source}: {group}.{n}: judging needs scenario {n!r} in the run; add it to the suite"
+                )
+            if r.judge not in mods:
+                raise EvaltrailError(
+                    f"{source}: {group}.{n}.judge: {r.judge!r} is not a model of the run; add it to the "
+                    f"suite's defaults (valid: {', '.join(sorted(mods))})"
+                )
 
 
 def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> RunConfig:
     """The typed run config. `whole=False` reads one stage's slice (evaltrail.stage_params): the
     references between groups (a battle's scenario, judge and contestants) were checked on the whole."""
     raw = dict(raw)
-    for group in ("scenario", "model", "battle", "rag"):  # their keys become paths: check before anything else
+    # their keys become paths: check before anything else
+    for group in ("scenario", "model", "battle", "rag", "refusal"):
         named = raw.get(group) or {}
         if not isinstance(named, dict):
             raise EvaltrailError(f"{source}: {group}: expected a mapping of name -> config")
@@ -539,12 +606,18 @@ def parse_params(raw: dict, source: str = PARAMS_FILE, whole: bool = True) -> Ru
         except EvaltrailError as exc:
             raise EvaltrailError(f"{source}: battle.{n}.template/labels: {exc} (see conf/judge/)") from None
     rag = {n: build(RagConfig, c, f"{source}: rag.{n}", scenario=n) for n, c in (raw.pop("rag", None) or {}).items()}
+    refusal = {
+        n: build(RefusalConfig, c, f"{source}: refusal.{n}", scenario=n)
+        for n, c in (raw.pop("refusal", None) or {}).items()
+    }
     if whole:
-        _check_references(scen, mods, battles, rag, source)
+        _check_references(scen, mods, battles, {"rag": rag, "refusal": refusal}, source)
     engine = raw.pop("engine", None)
     engine = None if engine is None else engine_config(engine, f"{source}: engine")
     return build(
-        RunConfig, {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag, "engine": engine}, source
+        RunConfig,
+        {**raw, "scenario": scen, "model": mods, "battle": battles, "rag": rag, "refusal": refusal, "engine": engine},
+        source,
     )
 
 

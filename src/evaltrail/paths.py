@@ -114,6 +114,20 @@ def rag_summary_path(scenario: str) -> Path:
     return rag_dir(scenario) / "summary.json"
 
 
+def refusal_dir(scenario: str) -> Path:
+    """The refusal stage's output for one scenario (dvc.yaml declares the directory)."""
+    return Path("results/refusal") / scenario
+
+
+def refusal_judgements_path(scenario: str) -> Path:
+    """Every judged answer (the run's models' and the human-labelled ones): label logprobs, label."""
+    return refusal_dir(scenario) / "judgements.parquet"
+
+
+def refusal_summary_path(scenario: str) -> Path:
+    return refusal_dir(scenario) / "summary.json"
+
+
 RESULTS = Path("results")
 LEADERBOARD_CSV = RESULTS / "leaderboard.csv"
 LEADERBOARD_MD = RESULTS / "leaderboard.md"

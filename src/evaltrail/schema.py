@@ -11,6 +11,10 @@ from .hashing import stable_id
 
 METHODS = ("generate", "loglikelihood", "loglikelihood_rolling")
 
+REFUSAL_LABELS = ("full_compliance", "full_refusal", "partial_refusal")
+"""XSTest's three labels of an answer, in its order (its files write them as 1_full_compliance, ...):
+what every refusal classifier, string match or judge, outputs."""
+
 
 @dataclass(frozen=True)
 class Reference:

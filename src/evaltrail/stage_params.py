@@ -29,6 +29,7 @@ STAGE_PARAMS: dict[str, tuple[str, ...]] = {
     "score": ("seed", "bootstrap_samples", "scenario.{scenario}", "resources"),
     "battle": ("seed", "bootstrap_samples", "models", "battle.{key}", "model.{judge}"),
     "rag": ("models", "rag.{key}", "model.{judge}"),
+    "refusal": ("seed", "bootstrap_samples", "models", "refusal.{key}", "model.{judge}"),
     "aggregate": (
         "seed",
         "max_eval_instances",
@@ -41,8 +42,9 @@ STAGE_PARAMS: dict[str, tuple[str, ...]] = {
         "reproduce",
         "battle_scenarios",
         "rag_scenarios",
+        "refusal_scenarios",
     ),
-    "report": ("scenarios", "models", "battle_scenarios", "scenario", "model"),
+    "report": ("scenarios", "models", "battle_scenarios", "refusal_scenarios", "scenario", "model"),
 }
 """Stage -> the params keys it reads ({scenario}, {model}, {key}, {judge}: its unit). The only home
 of this list: dvc.yaml names each stage's slice file, and tests check the two agree."""
@@ -82,7 +84,7 @@ def units(raw: dict) -> Iterator[tuple[str, str | None, dict[str, str]]]:
     for stage in ("infer", "score"):
         for s, m in itertools.product(scenarios, models):
             yield stage, f"{s}-{m}", {"scenario": s, "model": m}
-    for group in ("battle", "rag"):
+    for group in ("battle", "rag", "refusal"):
         for key, cfg in sorted((raw.get(group) or {}).items()):
             yield group, key, {"key": key, "judge": cfg["judge"]}
     yield "aggregate", None, {}

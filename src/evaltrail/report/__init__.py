@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator
 
+from ..aggregate.leaderboard import judged, merged
 from ..config import SHA256_OF, RunConfig
 from ..errors import EvaltrailError
 from ..paths import FAMILIES_JSON, LEADERBOARD_JSON, PLOTS, REPORT, battle_ratings_path, summary_path, verify_path
@@ -125,12 +126,13 @@ def build_report(run: RunConfig, out: str | Path = REPORT_DIR) -> Built:
         for b in sorted(run.battle_scenarios)
         for t in battle_tables(b, read_json_input(battle_ratings_path(b), f"run `dvc repro battle@{b}`"))
     ]
+    refusal = judged(run, [], run.refusal_scenarios)  # the judge classifier's check, beside the string match's
     classifiers = [
         t
         for s in run.scenarios
         for m in run.models[:1]  # the check is about the classifier: the same in every model's summary
         if "classifier_checks" in (summary := read_json_input(summary_path(s, m), f"run `dvc repro score@{s}-{m}`"))
-        for t in classifier_tables(s, summary["classifier_checks"])
+        for t in classifier_tables(s, merged(summary, refusal.get((s, m), {"metrics": {}}))["classifier_checks"])
     ]
     verified = [
         (s, m, _verification(verify_path(s, m)))
