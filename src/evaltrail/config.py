@@ -121,6 +121,11 @@ class ScenarioConfig:
     """Generation stop sequences."""
     num_train_trials: int = knob(1, min=1)
     """Independent few-shot example sets; each is a `trial` in the artifacts."""
+    num_samples: int = knob(1, min=1)
+    """Generation: answers sampled per instance (1: the greedy answer); each sample is a `trial`,
+    so per-instance metrics average over them and pass@k (evaltrail.metrics.accuracy) counts them."""
+    temperature: float = knob(0.0, min=0)
+    """Sampling temperature of num_samples > 1 (0: greedy, which needs num_samples 1)."""
     calibration_prompt: str | None = None
     """Separate MC, calibrated: also score each option after this bare prompt and subtract."""
     partial: bool = False
@@ -530,7 +535,20 @@ def build_scenario(data: Any, where: str, name: str) -> ScenarioConfig:
             raise EvaltrailError(
                 f"{key_of(where, 'taxonomy')}.group: {group!r} is no leaderboard group; valid: {', '.join(GROUPS)}"
             )
-    return build(ScenarioConfig, data, where, name=name)
+    cfg = build(ScenarioConfig, data, where, name=name)
+    sampled = cfg.num_samples > 1
+    if sampled and cfg.method != "generation":
+        raise EvaltrailError(f"{key_of(where, 'num_samples')}: sampling needs method generation; set it to 1")
+    if sampled != (cfg.temperature > 0):
+        raise EvaltrailError(
+            f"{key_of(where, 'temperature')}: {cfg.temperature} with num_samples {cfg.num_samples}; sample "
+            "several answers at a temperature above 0, or one greedy answer at 0"
+        )
+    if sampled and cfg.num_train_trials > 1:
+        raise EvaltrailError(
+            f"{key_of(where, 'num_train_trials')}: samples are the trials of a sampled scenario; set it to 1"
+        )
+    return cfg
 
 
 def group_of(cfg: ScenarioConfig) -> str:

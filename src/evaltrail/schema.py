@@ -75,19 +75,35 @@ class Request:
     few_shot_ids: tuple[str, ...] = ()
     """instance_ids of the in-context examples, in prompt order."""
     trial: int = 0
-    """Index of the few-shot example set (num_train_trials)."""
+    """Index of the few-shot example set (num_train_trials), or of the sample (num_samples)."""
     calibration: bool = False
     """Separate MC, calibrated: this request scores the option after the bare calibration prompt."""
+    temperature: float | None = None
+    """For a sampled generate (num_samples > 1): the sampling temperature; None: greedy."""
+    seed: int | None = None
+    """For a sampled generate: the seed of its draws (from the run's seed, the instance and the sample)."""
 
     def content(self) -> dict:
         """What determines a model's answer; the request cache keys on this (plus the model)."""
-        return {
-            "method": self.method,
-            "prompt": self.prompt,
-            "continuation": self.continuation,
-            "max_tokens": self.max_tokens,
-            "stop": list(self.stop),
-        }
+        return content(
+            self.method, self.prompt, self.continuation, self.max_tokens, self.stop, self.temperature, self.seed
+        )
+
+
+def content(method, prompt, continuation, max_tokens, stop, temperature=None, seed=None) -> dict:
+    """A request's content: what the cache keys on. `sampling` appears only for a sampled
+    request, so a greedy request's content (and every id and cache key made from it) is as it was
+    before sampling existed."""
+    out = {
+        "method": method,
+        "prompt": prompt,
+        "continuation": continuation,
+        "max_tokens": max_tokens,
+        "stop": list(stop),
+    }
+    if temperature is not None:
+        out["sampling"] = {"temperature": float(temperature), "seed": int(seed)}
+    return out
 
 
 def make_request(instance_id: str, trial: int, method: str, prompt: str, **kw) -> Request:
@@ -122,6 +138,8 @@ PROMPTS_SCHEMA = pa.schema(
         ("few_shot_ids", pa.list_(pa.string())),
         ("trial", pa.int32()),
         ("calibration", pa.bool_()),
+        ("temperature", pa.float64()),
+        ("seed", pa.int64()),
     ]
 )
 
@@ -187,6 +205,8 @@ def prompts_table(pairs: list[tuple[Instance, Request]]) -> pa.Table:
             "few_shot_ids": list(req.few_shot_ids),
             "trial": req.trial,
             "calibration": req.calibration,
+            "temperature": req.temperature,
+            "seed": req.seed,
         }
         for k, v in row.items():
             cols[k].append(v)

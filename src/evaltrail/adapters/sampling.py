@@ -14,7 +14,7 @@ from ..config import RunConfig, ScenarioConfig
 from ..errors import EvaltrailError
 from ..hashing import stable_id
 from ..perturbations import Resources, perturb_all
-from ..schema import Instance, Request
+from ..schema import Instance, Request, make_request
 
 
 def dedupe(instances: list[Instance]) -> list[Instance]:
@@ -132,5 +132,29 @@ def per_trial(
     for inst in eval_instances(cfg, run, splits, resources):
         for trial in range(cfg.num_train_trials):
             shots = few_shot(cfg, run, splits, inst, trial)
-            pairs += [(inst, req) for req in requests(cfg, inst, shots, trial)]
+            pairs += [
+                (inst, r) for req in requests(cfg, inst, shots, trial) for r in answer_samples(req, cfg, run.seed)
+            ]
     return pairs
+
+
+def answer_samples(req: Request, cfg: ScenarioConfig, seed: int) -> list[Request]:
+    """`req` itself, or with num_samples > 1 one sampled copy per sample as its trial, each drawn
+    with its own seed: a content hash of the run's seed, the instance and the sample index, so a
+    sample's answer never depends on which other samples or instances are run."""
+    if cfg.num_samples == 1:
+        return [req]
+    return [
+        make_request(
+            req.instance_id,
+            k,
+            req.method,
+            req.prompt,
+            max_tokens=req.max_tokens,
+            stop=req.stop,
+            few_shot_ids=req.few_shot_ids,
+            temperature=cfg.temperature,
+            seed=int(stable_id([seed, req.instance_id, k]), 16) >> 1,  # 63 bits: an int64 column
+        )
+        for k in range(cfg.num_samples)
+    ]

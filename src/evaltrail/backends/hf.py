@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import transformers
 
 from ..config import SHA256_OF, HFConfig, ModelConfig, build
@@ -147,8 +148,13 @@ class HFBackend:
             "runtime_s": time.perf_counter() - t0,
         }
 
-    def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
+    def generate(self, prompt: str, max_tokens: int, stop: list[str], sampling: dict | None = None) -> dict:
         t0 = time.perf_counter()
+        draw = None
+        if sampling is not None:  # the embedded backend's rule (Gumbel-max over the row), on torch's logits
+            from .llama_cpp import draw_token
+
+            draw = (float(sampling["temperature"]), np.random.default_rng(int(sampling["seed"])))
         if max_tokens >= self.window:
             raise EvaltrailError(
                 f"params.yaml: model.{self.cfg.name}.hf.max_length={self.window} cannot hold "
@@ -159,9 +165,9 @@ class HFBackend:
         tokens = tokens[dropped:]
         out, lps, text = [], [], ""
         eos = self.tok.eos_token_id
-        for _ in range(max_tokens):  # greedy, one token at a time: the logprob of each is recorded
+        for _ in range(max_tokens):  # one token at a time: the logprob of each is recorded
             lp = self._logprobs(tokens + out)[-1]
-            tok = int(lp.argmax())
+            tok = int(lp.argmax()) if draw is None else draw_token(np.asarray(lp, dtype=np.float64), *draw)
             if tok == eos:
                 break
             out.append(tok)
@@ -174,7 +180,7 @@ class HFBackend:
         return {
             "text": text,
             "logprob": float(sum(lps)),
-            "is_greedy": True,
+            "is_greedy": draw is None,
             "token_logprobs": lps,
             "num_prompt_tokens": len(tokens),
             "num_output_tokens": len(out),

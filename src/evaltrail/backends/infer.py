@@ -9,23 +9,32 @@ import pandas as pd
 import pyarrow as pa
 from tqdm import tqdm
 
-from ..schema import COMPLETIONS_SCHEMA
+from ..schema import COMPLETIONS_SCHEMA, content
 from .cache import RequestCache, cache_key
 
-_CONTENT = ["method", "prompt", "continuation", "max_tokens", "stop"]
+_CONTENT = ["method", "prompt", "continuation", "max_tokens", "stop", "temperature", "seed"]
+"""The prompts columns a request's content is made of (schema.content)."""
 
 
 def _content(row) -> dict:
-    return {
-        "method": row.method,
-        "prompt": row.prompt,
-        "continuation": None if pd.isna(row.continuation) else row.continuation,
-        "max_tokens": None if pd.isna(row.max_tokens) else int(row.max_tokens),
-        "stop": list(row.stop),
-    }
+    def given(x):
+        return None if pd.isna(x) else x
+
+    max_tokens, seed = given(row.max_tokens), given(row.seed)
+    return content(
+        row.method,
+        row.prompt,
+        given(row.continuation),
+        None if max_tokens is None else int(max_tokens),
+        row.stop,
+        given(row.temperature),
+        None if seed is None else int(seed),
+    )
 
 
 def _call(backend, c: dict) -> dict:
+    if c["method"] == "generate" and "sampling" in c:
+        return backend.generate(c["prompt"], c["max_tokens"], c["stop"], sampling=c["sampling"])
     if c["method"] == "generate":
         return backend.generate(c["prompt"], c["max_tokens"], c["stop"])
     if c["method"] == "loglikelihood":

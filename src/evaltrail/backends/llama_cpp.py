@@ -414,14 +414,24 @@ class LlamaCppBackend:
         multiple-choice prompt asked both ways shares its tokens), longer generations decoded in
         parallel, rolling loglikelihoods one by one."""
         ll = [(key, c) for key, c in items if c["method"] == "loglikelihood"]
-        one = [(key, c) for key, c in items if c["method"] == "generate" and (c["max_tokens"] or 0) <= 1]
+        one = [
+            (key, c)
+            for key, c in items
+            if c["method"] == "generate" and (c["max_tokens"] or 0) <= 1 and "sampling" not in c
+        ]
         for i, answer in self._score_many(
             [(c["prompt"], c["continuation"]) for _, c in ll],
             [(c["prompt"], c["max_tokens"], c["stop"]) for _, c in one],
         ):
             yield (ll[i] if i < len(ll) else one[i - len(ll)])[0], answer
-        gen = [(key, c) for key, c in items if c["method"] == "generate" and (c["max_tokens"] or 0) > 1]
-        for i, answer in self.generate_many([(c["prompt"], c["max_tokens"], c["stop"]) for _, c in gen]):
+        gen = [
+            (key, c)
+            for key, c in items
+            if c["method"] == "generate" and ((c["max_tokens"] or 0) > 1 or "sampling" in c)
+        ]
+        for i, answer in self.generate_many(
+            [(c["prompt"], c["max_tokens"], c["stop"], c.get("sampling")) for _, c in gen]
+        ):
             yield gen[i][0], answer
         for key, c in items:
             if c["method"] not in ("loglikelihood", "generate"):
@@ -478,50 +488,68 @@ class LlamaCppBackend:
         st["text"] = text if hit is None else text[:hit]
         st["done"] = hit is not None or len(st["out"]) >= max_tokens
 
-    def generate_many(self, items: list[tuple[str, int, list[str]]]):
-        """Yield (index into items, answer) for (prompt, max_tokens, stop) triples: greedy
+    def generate_many(self, items: list[tuple]):
+        """Yield (index into items, answer) for (prompt, max_tokens, stop[, sampling]) items:
         continuations decoded together, one sequence each, in waves of up to PACK prompts (shared
         prompt prefixes decoded once); an answer does not depend on its wave (tests/test_packing.py).
+        Greedy items and sampled ones (sampling: {temperature, seed}) go in separate waves.
 
         A finished sequence keeps its cells until its wave ends (a freed cell refilled by another
         sequence would put that sequence's cells out of order)."""
-        prep = [self._gen_prep(p, m) for p, m, _ in items]
+        prep = [self._gen_prep(item[0], item[1]) for item in items]
         packer = self._packed()
-        order = sorted(range(len(items)), key=lambda i: prep[i][0])
-        while order:
-            wave, cells = [], 0
-            while order and len(wave) < packer.size:
-                # cells a prompt adds: what it does not share with its predecessor, and its output
-                own = prep[order[0]][0]
-                shared = common_prefix(prep[wave[-1]][0], own) if wave else 0
-                need = len(own) - shared + items[order[0]][1]
-                if wave and cells + need > packer.kv - 2 * packer.size:
-                    break
-                wave.append(order.pop(0))
-                cells += need
-            yield from self._wave(packer, wave, items, prep)
+        for sampled in (False, True):
+            mine = [i for i in range(len(items)) if (_sampling(items[i]) is not None) == sampled]
+            order = sorted(mine, key=lambda i: prep[i][0])
+            while order:
+                wave, cells = [], 0
+                while order and len(wave) < packer.size:
+                    # cells a prompt adds: what it does not share with its predecessor, and its output
+                    own = prep[order[0]][0]
+                    shared = common_prefix(prep[wave[-1]][0], own) if wave else 0
+                    need = len(own) - shared + items[order[0]][1]
+                    if wave and cells + need > packer.kv - 2 * packer.size:
+                        break
+                    wave.append(order.pop(0))
+                    cells += need
+                yield from self._wave(packer, wave, items, prep, sampled)
 
-    def _wave(self, packer: PackedScorer, wave: list[int], items, prep):
+    def _wave(self, packer: PackedScorer, wave: list[int], items, prep, sampled: bool = False):
         t0 = time.perf_counter()
-        jobs = [Job(tuple(prep[i][0]), len(prep[i][0]) - 1, len(prep[i][0])) for i in wave]
+        if sampled:  # the last prompt token is decoded in the loop below, where its whole row is at hand
+            if any(len(prep[i][0]) < 2 for i in wave):
+                raise EvaltrailError("a sampled generation needs a prompt of at least two tokens")
+            jobs = [Job(tuple(prep[i][0]), len(prep[i][0]) - 2, len(prep[i][0]) - 1) for i in wave]
+        else:
+            jobs = [Job(tuple(prep[i][0]), len(prep[i][0]) - 1, len(prep[i][0])) for i in wave]
         state: dict[int, dict] = {}
 
         def step(k: int, tok: int, lp: float) -> None:
-            self._step(state[k], tok, lp, *items[wave[k]][1:])
+            self._step(state[k], tok, lp, *items[wave[k]][1:3])
 
         for k, lps, _, evaluated, _, tops in packer.run(jobs, self.cfg.prefix_reuse, keep=True):
             state[k] = {**self._new_generation(), "evaluated": evaluated}
-            step(k, int(tops[0]), float(lps[0]))
+            if sampled:
+                draw = _sampling(items[wave[k]])
+                state[k]["draw"] = (float(draw["temperature"]), np.random.default_rng(int(draw["seed"])))
+            else:
+                step(k, int(tops[0]), float(lps[0]))
         while active := [k for k in range(len(jobs)) if not state[k]["done"]]:
             entries = [
-                (state[k]["out"][-1], len(jobs[k].tokens) + len(state[k]["out"]) - 1, [packer.seq[k]], True)
+                (
+                    state[k]["out"][-1] if state[k]["out"] else jobs[k].tokens[-1],
+                    len(jobs[k].tokens) + len(state[k]["out"]) - 1,
+                    [packer.seq[k]],
+                    True,
+                )
                 for k in active
             ]
             out, block = packer._decode(entries, 0)  # as few filler tokens as the shape rules allow
-            lp, _, top = _log_softmax_at(block, [-1] * len(out), self.threads)
-            for k, x, t in zip(active, lp, top):  # active tokens come first, in order
+            picks = [draw_token(block[j], *state[k]["draw"]) for j, k in enumerate(active)] if sampled else []
+            lp, _, top = _log_softmax_at(block, picks + [-1] * (len(out) - len(picks)), self.threads)
+            for j, k in enumerate(active):  # active tokens come first, in order
                 state[k]["evaluated"] += 1
-                step(k, int(t), float(x))
+                step(k, picks[j] if sampled else int(top[j]), float(lp[j]))
         seconds = (time.perf_counter() - t0) / len(wave)
         for k, i in enumerate(wave):
             st, (tokens, dropped, rendered) = state[k], prep[i]
@@ -530,7 +558,7 @@ class LlamaCppBackend:
                 {
                     "text": st["text"],
                     "logprob": float(sum(st["lps"])),
-                    "is_greedy": True,
+                    "is_greedy": not sampled,
                     "token_logprobs": st["lps"],
                     "num_prompt_tokens": len(tokens),
                     "num_output_tokens": len(st["out"]),
@@ -541,5 +569,19 @@ class LlamaCppBackend:
                 },
             )
 
-    def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
-        return next(self.generate_many([(prompt, max_tokens, stop)]))[1]
+    def generate(self, prompt: str, max_tokens: int, stop: list[str], sampling: dict | None = None) -> dict:
+        return next(self.generate_many([(prompt, max_tokens, stop, sampling)]))[1]
+
+
+def _sampling(item: tuple) -> dict | None:
+    return item[3] if len(item) > 3 else None
+
+
+def draw_token(row: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """A token drawn from softmax(row / temperature) by the Gumbel-max trick: the argmax of
+    row / temperature plus one Gumbel draw per token. It needs no exp or sum over the vocabulary,
+    whose last bits numpy's SIMD paths could make differ between CPUs: the row is the pinned
+    engine's, the division is exact IEEE arithmetic, and the draws are PCG64's integer stream
+    turned into doubles by numpy's scalar C code (one log pair each), so a seed gives the same
+    token on any x86-64 machine running the pinned engine."""
+    return int(np.argmax(row.astype(np.float64) / temperature + rng.gumbel(size=row.shape[0])))

@@ -181,9 +181,11 @@ class OpenAIBackend:
             )
         return body
 
-    def generate(self, prompt: str, max_tokens: int, stop: list[str]) -> dict:
+    def generate(self, prompt: str, max_tokens: int, stop: list[str], sampling: dict | None = None) -> dict:
         t0 = time.perf_counter()
         common = {"max_tokens": max_tokens, "temperature": 0.0, "stop": [s for s in stop if s] or None}
+        if sampling is not None:  # the server's own sampler: seeded, but reproducible only as far as the server is
+            common.update(temperature=float(sampling["temperature"]), seed=int(sampling["seed"]))
         if self.cfg.chat_template:
             body = self._post(
                 "/chat/completions", {**common, "messages": [{"role": "user", "content": prompt}], "logprobs": True}
@@ -201,7 +203,7 @@ class OpenAIBackend:
         return {
             "text": text,
             "logprob": float(sum(lps)),
-            "is_greedy": True,
+            "is_greedy": sampling is None,
             "token_logprobs": [float(x) for x in lps],
             "num_prompt_tokens": n_prompt,
             "num_output_tokens": int(usage.get("completion_tokens") or len(lps)),

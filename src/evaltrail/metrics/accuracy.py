@@ -357,6 +357,38 @@ def code_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
 
 @register("pass_at_1", "code")
 def pass_at_1(rows: pd.DataFrame) -> pd.Series:
-    """1.0 when the greedy completion passes the problem's unit test in the sandbox (pass@1 with one
-    sample, as HELM reports HumanEval)."""
+    """1.0 when the completion passes the problem's unit test in the sandbox. With the greedy answer
+    this is HELM's HumanEval pass@1; with num_samples answers (one per trial) its mean over trials is
+    c / n, the unbiased pass@1 estimate."""
     return code_outcomes(rows)["passed"]
+
+
+def pass_at_k_estimate(n: int, c: int, k: int) -> float:
+    """Chen et al. (2021)'s unbiased estimate of pass@k from n samples of which c pass:
+    1 - C(n - c, k) / C(n, k), computed as a product so no binomial overflows."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+PASS_AT_K = (5, 10, 100)
+"""The k of the registered pass_at_<k> metrics (Codex reported 1, 10 and 100)."""
+
+
+def _pass_at(k: int):
+    def metric(rows: pd.DataFrame) -> pd.Series:
+        passed = code_outcomes(rows)["passed"].groupby(level="instance_id", sort=True).agg(["size", "sum"])
+        passed = passed[passed["size"] >= k]  # fewer samples than k: undefined, left out
+        values = [pass_at_k_estimate(int(n), int(c), k) for n, c in zip(passed["size"], passed["sum"])]
+        at = pd.MultiIndex.from_arrays([passed.index, np.zeros(len(passed), dtype=np.int32)], names=GROUP)
+        return pd.Series(values, index=at, dtype=float)  # one value per instance, at trial 0
+
+    metric.__doc__ = (
+        f"The unbiased pass@{k} of an instance's num_samples answers (one per trial; defined when there "
+        f"are at least {k}): the chance that one of {k} drawn without replacement passes."
+    )
+    return metric
+
+
+for _k in PASS_AT_K:
+    register(f"pass_at_{_k}", "code")(_pass_at(_k))
