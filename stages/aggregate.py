@@ -74,9 +74,13 @@ def main() -> None:
         },
     )
     write_json(METRICS_JSON, metrics_json(board))
-    sha = summaries[(run.scenarios[0], card.model)]["model_sha256"] if card else None
-    write_text(REPRODUCTION_MD, reproduction.to_markdown(card, reproduced, sha))
-    write_json(REPRODUCTION_JSON, {"suite": card.name if card else None, "model_sha256": sha, "rows": reproduced})
+    first = summaries[(run.scenarios[0], card.model)] if card else {}
+    sha, engine = first.get("model_sha256"), first.get("engine")
+    write_text(REPRODUCTION_MD, reproduction.to_markdown(card, reproduced, sha, engine))
+    write_json(
+        REPRODUCTION_JSON,
+        {"suite": card.name if card else None, "model_sha256": sha, "engine": engine, "rows": reproduced},
+    )
     for name, table in (
         (plots.ACC_VS_TOKENS, plots.accuracy_vs_tokens(summaries)),
         (plots.RELIABILITY, plots.reliability(summaries)),

@@ -149,6 +149,10 @@ def test_table_measures_delta_ci_and_names_every_difference():
     headline = [r for r in records if r["sensitivity"] is None]
     assert f"**{sum(r['within_tolerance'] for r in headline)} of 4** rows within it (5 sensitivity rows" in md
     assert "b" * 64 in md
+    engine = {"llama_cpp_python": "0.3.36", "profile": "x86_64_avx2", "sha256": "8" * 64}
+    with_engine = reproduction.to_markdown(card, records, "b" * 64, engine)
+    assert "llama-cpp-python 0.3.36, kernel profile `x86_64_avx2`, build sha256 `" + "8" * 64 in with_engine
+    assert "engine" not in md.lower().split("against its card")[1][:200]  # only when the summaries name one
 
     # a sensitivity row: listed after the headline rows, marked, with its own CI, never counted
     alt = {**rows[("PIQA", None)], "sensitivity": "per character of the option", "within_tolerance": True}

@@ -49,6 +49,31 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _costs(args) -> int:
+    from pathlib import Path
+
+    from .costs import costs_markdown
+    from .io import read_json
+    from .paths import infer_stats_path
+
+    run = load_params(args.params)
+    cells, missing = {}, []
+    for s in run.scenarios:
+        for m in run.models:
+            path = infer_stats_path(s, m)
+            if path.is_file():
+                cells[(s, m)] = read_json(path)
+            else:
+                missing.append(str(path))
+    if missing:
+        raise EvaltrailError(f"{missing[0]}: missing ({len(missing)} cells); run `dvc repro` first")
+    text = costs_markdown(cells)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
 def _refusal_check(args) -> int:
     from pathlib import Path
 
@@ -244,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     rc.add_argument("--seed", type=int, default=0)
     rc.add_argument("--out", help="also write the result as JSON here")
     rc.set_defaults(fn=_refusal_check)
+    co = sub.add_parser(
+        "costs", help="what params.yaml's run cost on this machine (results/costs), as a Markdown table"
+    )
+    co.add_argument("--params", default="params.yaml")
+    co.add_argument("--out", help="also write the table here (e.g. beside a published table)")
+    co.set_defaults(fn=_costs)
     k = sub.add_parser("cache", help="share the request cache's answers: `evaltrail cache export|import`")
     ksub = k.add_subparsers(dest="action", required=True)
     exp = ksub.add_parser("export", help="write the cached answers of params.yaml's cells, with their keys, to Parquet")

@@ -33,3 +33,31 @@ def measure(answers: pd.DataFrame) -> dict:
         "output_tokens": output,
         "tokens_per_s": round((evaluated + output) / seconds, 2) if seconds > 0 else None,
     }
+
+
+def costs_markdown(cells: dict[tuple[str, str], dict]) -> str:
+    """A run's measurements as Markdown, one row per (scenario, model) with its results/costs
+    record: requests, how many were computed in this run, the model seconds of every answer (the
+    answers' own runtime_s, kept with a cached answer from when it was computed), this run's wall
+    time and peak memory, and the kernels and engine that computed them. A measurement of this
+    machine and the cache's history: publish it beside a table, never inside one."""
+    lines = [
+        "| scenario | model | requests | computed in this run | model seconds (all answers) | wall s (this run) "
+        "| peak RSS MB | CPU kernels | engine |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    total = 0.0
+    for (s, m), c in sorted(cells.items()):
+        seconds = (c.get("measured") or {}).get("model_s") or 0.0
+        total += seconds
+        engine = (c.get("identity") or {}).get("engine") or {}
+        eng = f"{engine.get('profile', '?')} `{str(engine.get('sha256', '?'))[:12]}`" if engine else "—"
+        flags = str(c.get("cpu_kernels", "")).removeprefix("CPU :").strip(" |").split(" | ")
+        kernels = " ".join(k.split(" = ")[0].strip() for k in flags if k.strip().endswith("= 1"))
+        lines.append(
+            f"| {s} | {m} | {c.get('requests', 0):,} | {c.get('computed', 0):,} | {seconds:,.0f} | "
+            f"{c.get('wall_s', 0):,.0f} | {c.get('peak_rss_mb', 0):,.0f} | {kernels or '—'} | "
+            f"{eng} |"
+        )
+    lines.append(f"| **all** | | | | {total:,.0f} | | | | |")
+    return "\n".join(lines) + "\n"

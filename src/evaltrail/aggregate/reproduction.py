@@ -147,7 +147,9 @@ def _marked(record: dict) -> str:
     return f" (sensitivity: {record['sensitivity']})" if record.get("sensitivity") else ""
 
 
-def to_markdown(rep: Reproduction | None, records: list[dict], model_sha256: str | None = None) -> str:
+def to_markdown(
+    rep: Reproduction | None, records: list[dict], model_sha256: str | None = None, engine: dict | None = None
+) -> str:
     if rep is None:
         return (
             "# Reproduction\n\nThis suite reproduces no published result. Run a reproduction suite, e.g. "
@@ -164,6 +166,14 @@ def to_markdown(rep: Reproduction | None, records: list[dict], model_sha256: str
         + f" against its card: <{rep.source}>.",
         "",
     ]
+    if engine:
+        lines += [
+            f"Computed by the pinned engine: llama-cpp-python {engine.get('llama_cpp_python')}, kernel profile "
+            f"`{engine.get('profile')}`, build sha256 `{engine.get('sha256')}`. What the run cost (wall time, "
+            "model seconds per row, this machine's CPU) is a measurement: `evaltrail costs`, published beside "
+            "this table.",
+            "",
+        ]
     if rep.settings:
         lines += ["Card settings: " + "; ".join(f"{k}: {v}" for k, v in rep.settings.items()) + ".", ""]
     if rep.note:
