@@ -55,6 +55,18 @@ def test_second_run_is_served_from_cache(tmp_path, loads):
     assert computed_again == 0 and second.equals(first)  # same bytes, runtimes included
 
 
+def test_a_judges_frame_without_sampling_columns_is_the_same_greedy_requests(tmp_path, loads):
+    """Judge stages build their own request frames (no temperature/seed columns): those are greedy
+    requests, served by the same cache entries as the prompts file's."""
+    load, _ = loads
+    cache = RequestCache(tmp_path / "r.sqlite")
+    ident = identity(CFG, SHA)
+    first, _ = run_requests(prompts(), ident, cache, load)
+    bare = prompts()[["request_id", "method", "prompt", "continuation", "max_tokens", "stop"]]
+    again, computed = run_requests(bare, ident, cache, never)
+    assert computed == 0 and again.equals(first)
+
+
 def test_interrupted_run_resumes_with_same_results(tmp_path, loads):
     load, calls = loads
     ident, full = identity(CFG, SHA), prompts()

@@ -67,7 +67,8 @@ def run_requests(
     their check) run sorted by prompt so consecutive ones share KV-cache prefixes. A cached answer
     keeps the runtime measured when it was computed, so re-running from the cache reproduces the
     same bytes."""
-    contents = [_content(r) for r in prompts[_CONTENT].itertuples(index=False)]
+    # a judge's request frame has no sampling columns: absent, they are greedy
+    contents = [_content(r) for r in prompts.reindex(columns=_CONTENT).itertuples(index=False)]
     keys = [cache_key(identity, c) for c in contents]
     requests = dict(zip(keys, contents))
     done = cache.serve(requests)

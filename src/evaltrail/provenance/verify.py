@@ -198,7 +198,7 @@ def distinct_requests(prompts: pd.DataFrame) -> list[str]:
     from ..backends.infer import _CONTENT, _content
 
     reps: dict[str, str] = {}
-    for rid, row in zip(prompts["request_id"], prompts[_CONTENT].itertuples(index=False)):
+    for rid, row in zip(prompts["request_id"], prompts.reindex(columns=_CONTENT).itertuples(index=False)):
         key = canonical_json(_content(row))
         reps[key] = min(rid, reps.get(key, rid))
     return sorted(reps.values())
