@@ -17,7 +17,7 @@ NAMES = conf_names(CONF)
 def test_catalogue_lists_at_least_14_scenarios_with_taxonomy(capsys):
     rows = catalog_rows(CONF)
     assert len(rows) >= 14 and [r["name"] for r in rows] == NAMES
-    assert all(r["task"] and r["language"] and r["license"] for r in rows)
+    assert all(r["group"] and r["task"] and r["language"] and r["license"] for r in rows)
     assert main(["scenarios", "--conf", str(CONF)]) == 0
     out = capsys.readouterr().out
     assert f"{len(rows)} scenarios" in out and "hellaswag" in out

@@ -46,7 +46,7 @@ def mc_conf(data: Path, **extra) -> dict:
         "metrics": ["acc"],
         "main_metric": "acc",
         "license": "CC0-1.0",
-        "taxonomy": {"task": "question answering", "domain": "trivia", "language": "English"},
+        "taxonomy": {"group": "knowledge", "task": "question answering", "domain": "trivia", "language": "English"},
         "sources": [{"file": f"test{data.suffix}", "kind": "file", "path": str(data), "sha256": sha(data)}],
         **extra,
     }
@@ -185,7 +185,7 @@ def test_scenario_check_validates_a_one_file_conf(tmp_path, monkeypatch):
 SCENARIO_YAML = """\
 # A contributor's quiz: one conf file, no Python.
 description: "Six trivia questions (a test of the generic loader)"
-taxonomy: {{task: question answering, domain: trivia, language: English}}
+taxonomy: {{group: knowledge, task: question answering, domain: trivia, language: English}}
 license: CC0-1.0
 method: multiple_choice_separate
 loader: multiple_choice

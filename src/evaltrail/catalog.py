@@ -13,8 +13,8 @@ from .paths import cache_dir
 from .scenarios import loader_of, pinned_files
 from .sources import KINDS, fetch_dir
 
-TAXONOMY_KEYS = ("task", "domain", "language")
-COLUMNS = ("name", "task", "domain", "language", "method", "main_metric", "license", "sources")
+TAXONOMY_KEYS = ("group", "task", "domain", "language")
+COLUMNS = ("name", "group", "task", "domain", "language", "method", "main_metric", "license", "sources")
 
 
 def conf_names(conf: str | Path) -> list[str]:
@@ -39,6 +39,7 @@ def catalog_rows(conf: str | Path = "conf", problems: list[str] | None = None) -
         rows.append(
             {
                 "name": name,
+                "group": tax.get("group", ""),
                 "task": tax.get("task", ""),
                 "domain": tax.get("domain", ""),
                 "language": tax.get("language", ""),
@@ -67,7 +68,7 @@ def _check_config(cfg: ScenarioConfig, where: str) -> list[str]:
 
     missing = [k for k in TAXONOMY_KEYS if not (cfg.taxonomy or {}).get(k)]
     if missing:
-        raise EvaltrailError(f"{where}: taxonomy.{missing[0]} is missing (give task, domain, language)")
+        raise EvaltrailError(f"{where}: taxonomy.{missing[0]} is missing (give group, task, domain, language)")
     if not cfg.license:
         raise EvaltrailError(f"{where}: license is missing")
     if not cfg.sources:
