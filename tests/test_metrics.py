@@ -146,6 +146,9 @@ def test_analytic_ci_wilson_for_binary_and_t_otherwise():
     assert st["ci_low"] == pytest.approx(0.40383, abs=1e-4) and st["ci_high"] == pytest.approx(0.59617, abs=1e-4)
     allright = mean_ci_analytic([1.0] * 20)  # stays inside [0, 1] and is not degenerate at 100%
     assert allright["ci_high"] == pytest.approx(1.0) and 0.8 < allright["ci_low"] < 1.0
+    for n in range(2, 400):  # never a hair outside [0, 1] (n=164 at 0% once printed -0.0000)
+        none, every = mean_ci_analytic([0.0] * n), mean_ci_analytic([1.0] * n)
+        assert none["ci_low"] == 0.0 and every["ci_high"] == 1.0 and none["ci_high"] < 1 and every["ci_low"] > 0
     t = mean_ci_analytic([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.291, t(0.975, 3) = 3.182
     assert t["ci"] == "t" and t["ci_low"] == pytest.approx(2.5 - 3.1824 * 1.29099 / 2, abs=1e-3)
     assert mean_ci_analytic([])["mean"] is None and mean_ci_analytic([0.3])["ci_low"] == 0.3

@@ -52,7 +52,10 @@ def mean_ci_analytic(values, level: float = 0.95) -> dict:
         denom = 1 + z * z / n
         center = (mean + z * z / (2 * n)) / denom
         half = z * np.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denom
-        lo, hi, how = center - half, center + half, "wilson"
+        # at 0% (100%) the lower (upper) end is exactly 0 (1); rounding would leave it a hair off
+        lo = 0.0 if mean == 0.0 else max(0.0, center - half)
+        hi = 1.0 if mean == 1.0 else min(1.0, center + half)
+        how = "wilson"
     else:
         half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / np.sqrt(n)
         lo, hi, how = mean - half, mean + half, "t"
