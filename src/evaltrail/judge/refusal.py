@@ -24,7 +24,7 @@ from ..config import RefusalConfig
 from ..hashing import stable_id
 from ..metrics import get_metric
 from ..metrics.refusal import LABELS, SAFETY_METRICS, agreement, annotated, safety_values
-from ..metrics.stats import mean_ci
+from ..metrics.stats import mean_ci_analytic
 from . import answered_requests, answers
 
 PEOPLE = "people:"
@@ -127,8 +127,8 @@ def classifier_check(done: pd.DataFrame, samples: int, seed: int) -> dict:
 
 
 def summaries(done: pd.DataFrame, models: list[str], scenario: str, samples: int, seed: int) -> dict:
-    """Per run model: its judge-labelled safety metrics (mean and bootstrap CI, as score computes
-    the string-match ones) and the judge's classifier check (the same in every model's entry)."""
+    """Per run model: its judge-labelled safety metrics (mean and Wilson CI, as score computes the
+    string-match ones) and the judge's classifier check (bootstrap CIs; the same in every model's entry)."""
     judge, sha = done["judge"].iloc[0], done["judge_sha256"].iloc[0]
     check = classifier_check(done, samples, seed)
     out = {}
@@ -139,7 +139,7 @@ def summaries(done: pd.DataFrame, models: list[str], scenario: str, samples: int
         for name in SAFETY_METRICS:
             spec = get_metric(name)
             metrics[name + SUFFIX] = {
-                **mean_ci(values[name].to_numpy(), samples, seed),
+                **mean_ci_analytic(values[name].to_numpy()),
                 "family": spec.family,
                 "higher_is_better": spec.higher_is_better,
                 "kind": "judged",
