@@ -27,7 +27,7 @@ from ..io import read_json, write_parquet
 from ..paths import model_info_path, prompts_path
 from . import model_identity
 from .cache import RequestCache, cache_key, completion_problem
-from .infer import _CONTENT, _content
+from .infer import _CONTENT, request_contents
 
 # One row per cached answer with its whole key material, JSON canonical.
 ANSWERS_SCHEMA = pa.schema(
@@ -111,7 +111,7 @@ def export_answers(
         path = prompts_path(scenario)
         if not path.exists():
             raise EvaltrailError(f"{path}: not found; run `dvc repro prepare@{scenario}` first")
-        contents = [_content(r) for r in pd.read_parquet(path, columns=_CONTENT).itertuples(index=False)]
+        contents = request_contents(pd.read_parquet(path, columns=_CONTENT))
         for model, identity in identities.items():
             requests = {cache_key(identity, c): c for c in contents}
             found = cache.serve(requests)  # sound answers only, checked against their request

@@ -32,6 +32,12 @@ def _content(row) -> dict:
     )
 
 
+def request_contents(frame: pd.DataFrame) -> list[dict]:
+    """Each row's request content (what the cache keys on), in order. A frame without the sampling
+    columns (a judge's own requests) holds greedy requests."""
+    return [_content(r) for r in frame.reindex(columns=_CONTENT).itertuples(index=False)]
+
+
 def _call(backend, c: dict) -> dict:
     if c["method"] == "generate" and "sampling" in c:
         return backend.generate(c["prompt"], c["max_tokens"], c["stop"], sampling=c["sampling"])
@@ -67,8 +73,7 @@ def run_requests(
     their check) run sorted by prompt so consecutive ones share KV-cache prefixes. A cached answer
     keeps the runtime measured when it was computed, so re-running from the cache reproduces the
     same bytes."""
-    # a judge's request frame has no sampling columns: absent, they are greedy
-    contents = [_content(r) for r in prompts.reindex(columns=_CONTENT).itertuples(index=False)]
+    contents = request_contents(prompts)
     keys = [cache_key(identity, c) for c in contents]
     requests = dict(zip(keys, contents))
     done = cache.serve(requests)

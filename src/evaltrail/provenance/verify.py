@@ -195,11 +195,11 @@ def identity_diff(committed: dict, local: dict) -> tuple[str, ...]:
 def distinct_requests(prompts: pd.DataFrame) -> list[str]:
     """One request id per distinct request content (what the cache keys on), its smallest, sorted:
     independent of row order."""
-    from ..backends.infer import _CONTENT, _content
+    from ..backends.infer import request_contents
 
     reps: dict[str, str] = {}
-    for rid, row in zip(prompts["request_id"], prompts.reindex(columns=_CONTENT).itertuples(index=False)):
-        key = canonical_json(_content(row))
+    for rid, content in zip(prompts["request_id"], request_contents(prompts)):
+        key = canonical_json(content)
         reps[key] = min(rid, reps.get(key, rid))
     return sorted(reps.values())
 
