@@ -15,7 +15,7 @@ from evaltrail.backends.infer import run_requests
 from evaltrail.backends.llama_cpp import cpu_kernels
 from evaltrail.backends.weights import verified_weights
 from evaltrail.config import model_config
-from evaltrail.costs import measure
+from evaltrail.costs import cpu_name, measure
 from evaltrail.hashing import canonical_json
 from evaltrail.io import read_json, write_json, write_parquet
 from evaltrail.paths import (
@@ -56,7 +56,7 @@ def main(scenario: str, model: str) -> None:
     write_parquet(completions_path(scenario, model), stored, {IDENTITY_KEY: canonical_json(identity)})
     # What measures the machine and this run lives apart (results/costs, not a DVC output): seconds,
     # KV reuse, throughput, memory, and the kernels llama.cpp reports (evaltrail.costs).
-    seen = {"cpu_kernels": cpu_kernels()} if cfg.backend == "llama_cpp" else {}
+    seen = {"cpu": cpu_name(), **({"cpu_kernels": cpu_kernels()} if cfg.backend == "llama_cpp" else {})}
     write_json(
         infer_stats_path(scenario, model),
         {

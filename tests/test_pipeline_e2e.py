@@ -63,6 +63,8 @@ def test_leaderboard_has_every_family_in_range(repo):
     cost = json.loads((repo / "results" / "costs" / "mmlu" / f"{SMOLLM}.json").read_text())
     assert cost["requests"] == prepared["requests"] and cost["peak_rss_mb"] > 0
     assert cost["cpu_kernels"].startswith("CPU :")  # which llama.cpp kernels computed these answers
+    shown = sh(repo, sys.executable, "-m", "evaltrail.cli", "costs").stdout  # names the CPU that measured it
+    assert cost["cpu"].endswith(" logical cores") and shown.startswith(f"Measured on: {cost['cpu']}.")
     assert cost["identity"]["engine"]["profile"] == "x86_64_avx2"  # the pinned engine's
     measured = cost["measured"]  # measurements live here, never in scores or the leaderboard
     assert measured["prompt_tokens"] >= measured["evaluated_tokens"] > 0 and measured["tokens_per_s"] > 0

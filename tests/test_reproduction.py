@@ -143,11 +143,13 @@ def test_table_measures_delta_ci_and_names_every_difference():
     md = reproduction.to_markdown(card, records, "b" * 64)
     assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + len(rows)  # header, one line per row
     assert (
-        "| HellaSwag | 0-shot, validation, per character of the option | acc_norm_nospace on hellaswag | 100 | 40.9 "
-        "| 40.0 [31.0, 50.0] | -0.9 | yes | yes |" in md
+        "| HellaSwag | 0-shot, validation, per character of the option | acc_norm_nospace on hellaswag | "
+        "0-shot, loglikelihood of each option after the prompt | 100 | 40.9 | 40.0 [31.0, 50.0] | -0.9 | yes | yes |"
+        in md
     )
     headline = [r for r in records if r["sensitivity"] is None]
-    assert f"**{sum(r['within_tolerance'] for r in headline)} of 4** rows within it (5 sensitivity rows" in md
+    ok, in_ci = (sum(r[k] for r in headline) for k in ("within_tolerance", "published_in_ci"))
+    assert f"**{ok} of 4** rows within it, **{in_ci} of 4** with the card's value inside the 95% CI (5 sens" in md
     assert "b" * 64 in md
     engine = {"llama_cpp_python": "0.3.36", "profile": "x86_64_avx2", "sha256": "8" * 64}
     with_engine = reproduction.to_markdown(card, records, "b" * 64, engine)
@@ -158,7 +160,8 @@ def test_table_measures_delta_ci_and_names_every_difference():
     alt = {**rows[("PIQA", None)], "sensitivity": "per character of the option", "within_tolerance": True}
     hl = [r for r in headline if r["benchmark"] != "PIQA"]
     md = reproduction.to_markdown(card, [alt, *hl], "b" * 64)
-    assert f"**{sum(r['within_tolerance'] for r in hl)} of 3** rows within it (1 sensitivity row, marked," in md
+    assert f"**{sum(r['within_tolerance'] for r in hl)} of 3** rows within it, " in md
+    assert "CI (1 sensitivity row, marked," in md
     table_lines = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| benchmark")]
     assert table_lines[-1].startswith("| PIQA (sensitivity: per character of the option) | 0-shot, validation")
 
@@ -176,3 +179,13 @@ def test_few_shot_rows_name_where_the_shots_come_from():
     )[0]
     assert rec["differs"] == ["shots drawn from validation, never the instance itself"]
     assert os.path.basename(card.source) == "gemma-3-270m"
+
+
+def test_protocol_names_how_each_row_asks_the_model():
+    run = compose("reproduce_gemma3_270m_card")
+    said = {s: reproduction.protocol(run.scenario[s]) for s in run.scenario}
+    assert said["boolq"] == f"0-shot, greedy generation, up to {run.scenario['boolq'].max_tokens} tokens"
+    assert said["boolq_loglikelihood"] == "0-shot, loglikelihood of each option after the prompt"
+    assert said["winogrande"] == "5-shot, loglikelihood of the text after the blank, filled with each option"
+    assert said["winogrande_option"] == "5-shot, loglikelihood of each option after the prompt"
+    assert said["arc_challenge_test"].startswith("25-shot, ")

@@ -9,11 +9,33 @@ stays byte-identical across machines with the pinned engine.
 
 from __future__ import annotations
 
+import os
+import platform
+from pathlib import Path
+
 import pandas as pd
 
 MEASURED = ("runtime_s", "evaluated_tokens", "tokens_per_s")
 """Per-request quantities of the machine and the run's history (HELM's measured efficiency):
 recorded here, never scored. A scenario that lists one as a metric gets a one-line error."""
+
+
+def cpu_name() -> str:
+    """This machine's CPU as the OS names it (Linux: /proc/cpuinfo's model name) and its logical
+    cores: what a reader of a published cost needs to weigh its seconds."""
+    name = ""
+    try:
+        name = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            "",
+        )
+    except OSError:
+        pass
+    return f"{name or platform.processor() or platform.machine()}, {os.cpu_count()} logical cores"
 
 
 def measure(answers: pd.DataFrame) -> dict:
@@ -41,15 +63,18 @@ def costs_markdown(cells: dict[tuple[str, str], dict]) -> str:
     answers' own runtime_s, kept with a cached answer from when it was computed), this run's wall
     time and peak memory, and the kernels and engine that computed them. A measurement of this
     machine and the cache's history: publish it beside a table, never inside one."""
-    lines = [
+    cpus = sorted({c["cpu"] for c in cells.values() if c.get("cpu")})
+    lines = [f"Measured on: {'; '.join(cpus)}.", ""] if cpus else []
+    lines += [
         "| scenario | model | requests | computed in this run | model seconds (all answers) | wall s (this run) "
         "| peak RSS MB | CPU kernels | engine |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    total = 0.0
+    total = wall = 0.0
     for (s, m), c in sorted(cells.items()):
         seconds = (c.get("measured") or {}).get("model_s") or 0.0
         total += seconds
+        wall += c.get("wall_s", 0)
         engine = (c.get("identity") or {}).get("engine") or {}
         eng = f"{engine.get('profile', '?')} `{str(engine.get('sha256', '?'))[:12]}`" if engine else "—"
         flags = str(c.get("cpu_kernels", "")).removeprefix("CPU :").strip(" |").split(" | ")
@@ -59,5 +84,5 @@ def costs_markdown(cells: dict[tuple[str, str], dict]) -> str:
             f"{c.get('wall_s', 0):,.0f} | {c.get('peak_rss_mb', 0):,.0f} | {kernels or '—'} | "
             f"{eng} |"
         )
-    lines.append(f"| **all** | | | | {total:,.0f} | | | | |")
+    lines.append(f"| **all** | | | | {total:,.0f} | {wall:,.0f} | | | |")
     return "\n".join(lines) + "\n"

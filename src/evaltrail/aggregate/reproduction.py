@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..config import RunConfig, build, knob
+from ..config import RunConfig, ScenarioConfig, build, knob
 from ..errors import EvaltrailError
 
 WHERE = "params.yaml: reproduce"
@@ -82,6 +82,27 @@ def parse(raw: dict | None, run: RunConfig) -> Reproduction | None:
     return rep
 
 
+def protocol(cfg: ScenarioConfig) -> str:
+    """How the run asks the model for its answer, in words: the column a reader compares with the
+    harness the card names."""
+    if cfg.method == "multiple_choice_separate":
+        what = (
+            "loglikelihood of the text after the blank, filled with each option"
+            if cfg.partial
+            else "loglikelihood of each option after the prompt"
+        )
+        what += ", calibrated" if cfg.calibration_prompt else ""
+    elif cfg.method == "multiple_choice_joint":
+        what = "options lettered in one prompt, the letter generated"
+    elif cfg.method == "generation" and cfg.num_samples > 1:
+        what = f"{cfg.num_samples} answers sampled at temperature {cfg.temperature:g}, up to {cfg.max_tokens} tokens"
+    elif cfg.method == "generation":
+        what = f"greedy generation, up to {cfg.max_tokens} tokens"
+    else:
+        what = cfg.method
+    return f"{cfg.num_shots}-shot, {what}"
+
+
 def _differences(row: PublishedRow, run: RunConfig, prepared: dict[str, dict], summaries: dict) -> list[str]:
     """Settings of this run that differ from the card's row, in words."""
     out = []
@@ -128,6 +149,7 @@ def table(
                 "shots": row.shots,
                 "split": row.split,
                 "normalization": row.normalization,
+                "protocol": "; ".join(dict.fromkeys(protocol(run.scenario[s]) for s in row.scenarios)),
                 "published": row.value,
                 "measured": round(measured, 4),
                 "ci_low": None if low is None else round(low, 4),
@@ -157,6 +179,7 @@ def to_markdown(
         )
     headline = [r for r in records if not r.get("sensitivity")]
     ok = sum(r["within_tolerance"] for r in headline)
+    in_ci = sum(r["published_in_ci"] for r in headline)
     extra = len(records) - len(headline)
     lines = [
         f"# Reproduction: {rep.name}",
@@ -180,7 +203,8 @@ def to_markdown(
         lines += [f"Differs on every row: {rep.note}.", ""]
     lines += [
         f"Points (0-100). Measured: mean [95% CI] over n instances. Tolerance ±{rep.tolerance:g} points; "
-        f"**{ok} of {len(headline)}** rows within it"
+        f"**{ok} of {len(headline)}** rows within it, **{in_ci} of {len(headline)}** with the card's value "
+        "inside the 95% CI"
         + (
             f" ({extra} sensitivity row{'s' if extra > 1 else ''}, marked, measure alternative protocols and count "
             "for nothing: each headline row's protocol was chosen before its run)."
@@ -188,15 +212,16 @@ def to_markdown(
             else "."
         ),
         "",
-        "| benchmark | card setting | evaltrail metric | n | published | measured [95% CI] | delta | within ±"
-        f"{rep.tolerance:g} | card value in CI | differs from the card |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| benchmark | card setting | evaltrail metric | evaltrail protocol | n | published | measured [95% CI] | "
+        f"delta | within ±{rep.tolerance:g} | card value in CI | differs from the card |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in headline + [r for r in records if r.get("sensitivity")]:
         ci = f" [{r['ci_low']:.1f}, {r['ci_high']:.1f}]" if r["ci_low"] is not None else ""
         lines.append(
             f"| {r['benchmark']}{_marked(r)} | {r['shots']}-shot, {r['split']}, {r['normalization']} | "
-            f"{r['metric']} on {' + '.join(r['scenarios'])} | {r['n']:,} | {r['published']:.1f} | "
+            f"{r['metric']} on {' + '.join(r['scenarios'])} | {r.get('protocol') or '—'} | {r['n']:,} | "
+            f"{r['published']:.1f} | "
             f"{r['measured']:.1f}{ci} | {r['delta']:+.1f} | {'yes' if r['within_tolerance'] else 'no'} | "
             f"{'yes' if r['published_in_ci'] else 'no'} | {'; '.join(r['differs']) or '—'} |"
         )
