@@ -4,6 +4,7 @@ from collections import Counter
 
 from evaltrail import resources
 from evaltrail.adapters import get_adapter
+from evaltrail.adapters.sampling import repeated_rows
 from evaltrail.config import scenario_config
 from evaltrail.io import write_json, write_parquet
 from evaltrail.paths import prepare_report_path, prompts_path, raw_dir
@@ -29,6 +30,7 @@ def main(scenario: str) -> None:
     report = {
         "scenario": scenario,
         "loaded": {s: len(v) for s, v in sorted(splits.items())},
+        **({"repeated_rows": repeated} if (repeated := repeated_rows(splits)) else {}),
         "skipped_malformed_rows": {str(k): v for k, v in sorted(rows.SKIPPED.items()) if v},
         "instances": len({i.instance_id for i, _ in pairs}),
         "requests": len(pairs),

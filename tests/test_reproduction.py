@@ -113,7 +113,7 @@ def test_table_measures_delta_ci_and_names_every_difference():
         "arc_easy_test": {"loaded": {"test": 2376}},
         "arc_challenge_test": {"loaded": {"test": 1172}},
         "piqa": {"loaded": {"validation": 100}},
-        "mmlu_cloze": {"loaded": {"test": 2000, "dev": 285}},
+        "mmlu_cloze": {"loaded": {"test": 2027, "dev": 285}, "repeated_rows": {"test": 27}},
     }
     records = reproduction.table(card, run, summaries, prepared)
     rows = {(r["benchmark"], r["sensitivity"]): r for r in records}
@@ -136,8 +136,9 @@ def test_table_measures_delta_ci_and_names_every_difference():
     assert arc["differs"][-1] == "mean of ARC-Easy and ARC-Challenge"
 
     assert rows[("PIQA", None)]["differs"] == []  # the complete validation set, 0-shot, as the card
-    assert rows[("MMLU (cloze)", None)]["differs"] == [
-        "micro average over questions (the card does not say micro or macro)"
+    assert rows[("MMLU (cloze)", None)]["differs"] == [  # every distinct question: no sample
+        "27 of the 2,027 rows repeat another word for word: evaluated once",
+        "micro average over questions (the card does not say micro or macro)",
     ]
 
     md = reproduction.to_markdown(card, records, "b" * 64)

@@ -42,6 +42,25 @@ def test_mmlu_loads_subjects_and_selects_their_sources(tmp_path):
     assert inst.gold_indices == (2,) and inst.metadata["subject_name"] == "anatomy"
 
 
+def test_mmlu_question_shared_by_two_subjects_is_two_instances(tmp_path):
+    """The prompt names the subject, so a question repeated in another subject is its own instance
+    (the first subject's copy keeps the bare content id); a repeat within a subject is one."""
+    from evaltrail.adapters.sampling import repeated_rows
+    from evaltrail.schema import Reference, make_instance
+
+    row = {"question": "Which bone?", "subject": "anatomy", "choices": ["a", "b", "c", "d"], "answer": 2}
+    write_arrow_stream(tmp_path / "anatomy" / "test.arrow", [row, row, {**row, "question": "Which organ?"}])
+    write_arrow_stream(tmp_path / "virology" / "test.arrow", [{**row, "subject": "virology"}])
+    for subject in ("anatomy", "virology"):
+        write_arrow_stream(tmp_path / subject / "dev.arrow", [{**row, "question": f"Dev {subject}?"}])
+    splits = get_scenario("mmlu").load(mmlu_cfg("all"), tmp_path)
+    ids = [(i.metadata["subject"], i.instance_id) for i in splits["test"]]
+    bare = make_instance("test", "Which bone?", [Reference(c, k == 2) for k, c in enumerate("abcd")]).instance_id
+    assert ids[0] == ids[1] == ("anatomy", bare)
+    assert ids[3][0] == "virology" and ids[3][1] not in {bare, ids[2][1]}
+    assert repeated_rows(splits) == {"test": 1}  # the anatomy repeat; the virology copy is distinct
+
+
 def test_mmlu_all_selects_every_pinned_subject():
     assert [s["file"] for s in get_scenario("mmlu").sources(mmlu_cfg("all"))] == [
         "anatomy/dev.arrow",

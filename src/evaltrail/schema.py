@@ -48,9 +48,15 @@ class Instance:
         return tuple(i for i, r in enumerate(self.references) if r.correct)
 
 
-def make_instance(split: str, input: str, references: list[Reference], metadata: dict | None = None) -> Instance:
-    """Build an Instance whose id is the hash of its content (never its row position)."""
+def make_instance(
+    split: str, input: str, references: list[Reference], metadata: dict | None = None, distinct: dict | None = None
+) -> Instance:
+    """Build an Instance whose id is the hash of its content (never its row position). `distinct`:
+    metadata that is content too, because the prompt renders it (MMLU's subject where two subjects
+    share a question); absent, the id is the input and references' hash alone."""
     content = {"input": input, "references": [[r.text, r.correct] for r in references]}
+    if distinct:
+        content["distinct"] = distinct
     return Instance(stable_id(content), split, input, tuple(references), dict(metadata or {}))
 
 

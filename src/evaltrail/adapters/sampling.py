@@ -25,6 +25,13 @@ def dedupe(instances: list[Instance]) -> list[Instance]:
     return list(seen.values())
 
 
+def repeated_rows(splits: dict[str, list[Instance]]) -> dict[str, int]:
+    """Per split, the rows that repeat an earlier row's content word for word: one instance (ids are
+    content hashes), evaluated once. Only splits that have any."""
+    counts = {s: len(v) - len({i.instance_id for i in v}) for s, v in sorted(splits.items())}
+    return {s: n for s, n in counts.items() if n}
+
+
 def group_of(inst: Instance, key: str | None) -> str:
     return "" if key is None else str(inst.metadata.get(key, ""))
 

@@ -115,10 +115,13 @@ def _differences(row: PublishedRow, run: RunConfig, prepared: dict[str, dict], s
             out.append(f"{tag}split {cfg.eval_split} (card {row.split})")
         if cfg.num_shots and cfg.train_split == cfg.eval_split:
             out.append(f"{tag}shots drawn from {cfg.train_split}, never the instance itself")
-        full = int(rep.get("loaded", {}).get(cfg.eval_split, 0))
+        rows = int(rep.get("loaded", {}).get(cfg.eval_split, 0))
+        repeated = int(rep.get("repeated_rows", {}).get(cfg.eval_split, 0))
         n = int(summaries[s]["metrics"][row.metric]["n"])
-        if full and n < full:
-            out.append(f"{tag}seeded sample of {n:,} of {full:,} instances")
+        if rows and n < rows - repeated:
+            out.append(f"{tag}seeded sample of {n:,} of {rows - repeated:,} instances")
+        if repeated:  # the card's harness scores each row; a word-for-word repeat is one instance here
+            out.append(f"{tag}{repeated:,} of the {rows:,} rows repeat another word for word: evaluated once")
     if row.note:
         out.append(row.note)
     return out
