@@ -142,6 +142,14 @@ def test_export_is_deterministic_sorted_zstd_and_computes_nothing(repo, tmp_path
     assert len(_all(cache)) == 10  # nothing computed, nothing added
 
 
+def test_export_from_a_cache_without_the_cells_answers_writes_nothing(repo, tmp_path):
+    run, _ = repo
+    other = RequestCache(tmp_path / "elsewhere" / "requests.sqlite")
+    with pytest.raises(EvaltrailError, match=r"none of the 13 requests of alpha x smol, beta x smol is cached there"):
+        export_answers(run, other, tmp_path / "a.parquet")
+    assert not (tmp_path / "a.parquet").exists()
+
+
 def test_import_into_an_empty_cache_is_bit_identical(repo, tmp_path):
     run, cache = repo
     export_answers(run, cache, tmp_path / "a.parquet")

@@ -129,6 +129,12 @@ def export_answers(
                         "answer": text,
                         "answer_sha256": _sha256(text),
                     }
+    if not rows:  # an empty file would publish nothing while looking like answers
+        raise EvaltrailError(
+            f"{cache.path}: none of the {sum(c.requests for c in cells):,} requests of "
+            f"{', '.join(f'{c.scenario} x {c.model}' for c in cells)} is cached there; set EVALTRAIL_CACHE to "
+            f"the cache the infer stage used ({out} not written)"
+        )
     write_parquet(out, pa.Table.from_pylist([rows[k] for k in sorted(rows)], schema=ANSWERS_SCHEMA))
     return ExportResult(len(rows), tuple(cells))
 
