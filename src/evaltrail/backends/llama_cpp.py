@@ -73,13 +73,17 @@ every cell costs each later query row a mask test in flash attention, and a rebu
 the prefix (5-shot MMLU, SmolLM2, 120 requests: 183 evaluated tok/s at 32, 145 at 512)."""
 
 
+SWA_SLACK = 2048
+"""SLACK for a sliding-window model, whose rebuild decodes the kept prefix again."""
+
+
 def cpu_kernels() -> str:
     """The instruction sets the loaded llama.cpp build computes with, as it prints them
     ("CPU : AVX2 = 1 | ..."): a measurement beside the results; the engine's identity pins them."""
     return " ".join(engine.load().llama_print_system_info().decode().split())
 
 
-def identity(cfg: ModelConfig, sha256: str) -> dict:
+def identity(cfg: ModelConfig, sha256: str, window: int = 0) -> dict:
     """What determines this backend's outputs (the model half of the cache key); no model load.
 
     The engine (llama.cpp build: version, kernel profile, library sha256) is part of it: two
@@ -97,6 +101,10 @@ def identity(cfg: ModelConfig, sha256: str) -> dict:
         ident["chat_template"] = True
     if not cfg.prefix_reuse:
         ident["prefix_reuse"] = False
+    # A sliding-window model's long requests changed with the fix of PackedScorer._rebuild (their
+    # answers had depended on the company): its window keys the new answers, and none before them.
+    if window:
+        ident["sliding_window"] = window
     return ident
 
 
@@ -111,7 +119,8 @@ class PackedScorer:
     - a sequence's cells lie in position order, so every row visits its own cells in the same
       order: cells are never freed one by one (a freed hole would be refilled out of order); a
       finished request's cells pass to a retired sequence that nobody attends to, and when those
-      exceed SLACK the cache is rebuilt, restoring only the needed prefix in order;
+      exceed SLACK the cache is rebuilt, restoring only the needed prefix in order (for a
+      sliding-window model by decoding it again: see `_rebuild`);
     - batches have `size` tokens (generation steps: the active sequences, at least MIN_SHAPE),
       padded by a filler sequence to a multiple of 4, with a multiple of 4 logits rows, so every
       matrix product takes the same kernel for every row (ggml multiplies a single column, or the
@@ -119,6 +128,9 @@ class PackedScorer:
     """
 
     def __init__(self, lib, model, n_vocab: int, n_ctx: int, threads: int, size: int = PACK, slack: int = SLACK):
+        self.window = int(lib.llama_model_n_swa(model))  # 0: no sliding-window attention
+        if self.window:  # a rebuild decodes the kept prefix again: rarer, so more slack
+            slack = max(slack, SWA_SLACK)
         self.lib, self.n_vocab, self.size, self.slack, self.threads = lib, n_vocab, size, slack, threads
         self.n_seq = size + 4  # live jobs in a batch <= size + 1 (the kept one); filler; retired
         self.filler, self.retired = self.n_seq - 2, self.n_seq - 1
@@ -141,9 +153,19 @@ class PackedScorer:
         self.lib.llama_batch_free(self.batch)
         self.lib.llama_free(self.ctx)
 
-    def _rebuild(self, seq_id: int, n: int) -> None:
-        """Empty the cache but for positions [0, n) of seq_id, restored in order at cells [0, n)."""
+    def _rebuild(self, seq_id: int, n: int, tokens=()) -> None:
+        """Empty the cache but for positions [0, n) of seq_id (its `tokens`), restored in order at
+        cells [0, n)."""
         lib = self.lib
+        if n and self.window:
+            # llama.cpp saves a sliding-window sequence without the cells its window has left,
+            # and answers after such a restore differed with the company (Gemma 3, prompts over
+            # 512 tokens): decode the prefix again, in order, as the first time (same bits).
+            lib.llama_memory_clear(self.mem, False)
+            self.top = 0
+            for lo in range(0, n, self.size):
+                self._decode([(tokens[p], p, [seq_id], False) for p in range(lo, min(n, lo + self.size))], self.size)
+            return
         lib.llama_memory_seq_rm(self.mem, seq_id, n, -1)
         data = None
         if n:
@@ -253,7 +275,7 @@ class PackedScorer:
             if not keep_n:
                 self._rebuild(0, 0)  # nothing needed: an empty cache is free
             elif self.top - keep_n > self.slack or self.top + self.size > self.kv:
-                self._rebuild(seq[keep_job], keep_n)
+                self._rebuild(seq[keep_job], keep_n, jobs[keep_job].tokens)
 
 
 class LlamaCppBackend:
