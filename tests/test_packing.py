@@ -224,13 +224,13 @@ def test_gemma3_long_prompts_past_its_sliding_window_do_not_depend_on_company(ge
     the cells the window has left; now such a rebuild decodes the prefix again."""
     backend, together, runs = gemma_long
     assert backend._packed().window == 512
-    assert _worst(together, runs) < 0.005  # before the fix: 0.3 here; the residue below: 0.0013
+    assert _worst(together, runs) < 0.005  # before the fix: 0.3 here
 
 
-@pytest.mark.xfail(strict=True, reason="open: long Gemma requests still differ in the 4th decimal with their company")
 def test_gemma3_long_prompts_are_bit_identical_in_any_company(gemma_long):
-    """Known residue, not a rebuild effect: the first continuation token of the second context
-    moves by -0.0003 to +0.0013 nats with its company (WinoGrande's verify: 1 of 200 requests,
-    0.002); the promise is bit-identity, so this stays a failing check until it holds."""
+    """Alone, a request's last batch read 2 real logits rows padded to 4, and llama.cpp runs the
+    last layer on the rows read: Gemma's first continuation token moved by -0.0003 to +0.0013
+    nats with its company (WinoGrande's verify: 1 of 200 requests, 0.002) until every batch read
+    at least MIN_SHAPE rows."""
     _, together, runs = gemma_long
     assert _worst(together, runs) == 0.0

@@ -65,7 +65,15 @@ than 32 (bench/RESULTS.md, batch_shape); results are the same bits at any shape 
 tokens in multiples of 4 (measured on both models)."""
 
 MIN_SHAPE = 8
-"""The smallest batch: Gemma's logprobs differ in batches of 4 or 6 tokens (measured)."""
+"""The smallest batch, and the fewest logits rows a batch reads: Gemma's logprobs differ in batches
+of 4 or 6 tokens, and when a batch reads only 4 rows (llama.cpp computes the last layer on the
+rows read), by up to 0.0013 nats (measured)."""
+
+WINDOWED_REVISION = 2
+"""The answers of a sliding-window model (Gemma 3) changed twice after REVISION 6 while every other
+model's stayed the same bits (SmolLM2: `evaltrail verify` of its published answers), so only a
+windowed model's identity names them: 1, a rebuild decodes the kept prefix again; 2, a batch reads
+at least MIN_SHAPE logits rows."""
 
 SLACK = 32
 """KV cells of finished requests tolerated before the cache is rebuilt from the needed prefix:
@@ -101,10 +109,11 @@ def identity(cfg: ModelConfig, sha256: str, window: int = 0) -> dict:
         ident["chat_template"] = True
     if not cfg.prefix_reuse:
         ident["prefix_reuse"] = False
-    # A sliding-window model's long requests changed with the fix of PackedScorer._rebuild (their
-    # answers had depended on the company): its window keys the new answers, and none before them.
+    # A sliding-window model's answers changed with fixes that left the others' alone: its window
+    # and WINDOWED_REVISION key the new answers, and none computed before them.
     if window:
         ident["sliding_window"] = window
+        ident["windowed_revision"] = WINDOWED_REVISION
     return ident
 
 
@@ -122,9 +131,10 @@ class PackedScorer:
       exceed SLACK the cache is rebuilt, restoring only the needed prefix in order (for a
       sliding-window model by decoding it again: see `_rebuild`);
     - batches have `size` tokens (generation steps: the active sequences, at least MIN_SHAPE),
-      padded by a filler sequence to a multiple of 4, with a multiple of 4 logits rows, so every
-      matrix product takes the same kernel for every row (ggml multiplies a single column, or the
-      rows left over from blocks of 4, with other kernels).
+      padded by a filler sequence to a multiple of 4, and logits rows (none, or a multiple of 4
+      and at least MIN_SHAPE), so every matrix product takes the same kernel for every row (ggml
+      multiplies a single column, or the rows left over from blocks of 4, with other kernels; the
+      last layer runs on the logits rows alone, so their count shapes its products too).
     """
 
     def __init__(self, lib, model, n_vocab: int, n_ctx: int, threads: int, size: int = PACK, slack: int = SLACK):
@@ -193,9 +203,11 @@ class PackedScorer:
             bt.token[k], bt.pos[k], bt.n_seq_id[k], bt.logits[k] = 0, k - len(entries), 1, False
             bt.seq_id[k][0] = self.filler
         # Matrix products take rows in blocks of 4 and a leftover row with another kernel
-        # (ggml's repacked K-quants: gemm vs gemv): so batches and their logits rows come in 4s.
+        # (ggml's repacked K-quants: gemm vs gemv), and Gemma's differ at 4 rows: so batches and
+        # their logits rows come in 4s, and at least MIN_SHAPE of them.
         spare = (k for k in range(shape - 1, -1, -1) if not bt.logits[k])
-        for _ in range(-sum(bool(bt.logits[k]) for k in range(shape)) % 4):
+        rows = sum(bool(bt.logits[k]) for k in range(shape))
+        for _ in range(max(-(-rows // 4) * 4, MIN_SHAPE) - rows if rows else 0):
             bt.logits[next(spare)] = True
         out = [k for k in range(shape) if bt.logits[k]]
         bt.n_tokens = shape
